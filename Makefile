@@ -1,0 +1,37 @@
+# The two commands of the README, and the pieces they are made of. Every target works on a fresh
+# machine of the python-native kind (python3.11, gcc, PyPI reachable, no model hub, no GPU).
+PYTHON ?= python3.11
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+
+.PHONY: demo test setup models bench lint clean
+
+## demo: set everything up if needed, then score the example answers on the embedded default model.
+demo: models
+	$(BIN)/simkernel score examples/answers.csv --ground-truth ground_truth --predicted predicted --label label --output scored.csv
+
+## test: set everything up if needed, then run the whole test suite (CI runs exactly this).
+test: models
+	bash scripts/run_tests.sh $(BIN)/python
+
+## setup: the virtual environment with the package (extension built) and its export/test/haystack extras.
+setup: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml setup.py scripts/setup.sh
+	bash scripts/setup.sh $(PYTHON) $(VENV)
+	touch $@
+
+## models: the default model (fp32 and int8) and the test models exported into the store, offline.
+models: setup
+	$(BIN)/simkernel models prepare
+	$(BIN)/python scripts/prepare_test_models.py
+
+## bench: every benchmark, side by side with its peers (see benchmarks/README.md).
+bench: models
+	$(BIN)/python -m pytest benchmarks -p no:cacheprovider --benchmark-columns=min,median,mean,stddev,rounds
+
+lint:
+	$(BIN)/ruff check src tests benchmarks scripts
+
+clean:
+	rm -rf build src/simkernel/*.so src/simkernel/_cosine.c

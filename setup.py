@@ -1,0 +1,59 @@
+"""Build description of the native extension only; metadata lives in pyproject.toml.
+
+Environment switches:
+  SIMKERNEL_NATIVE=1     add -march=native (non-portable; off by default so wheels run anywhere).
+  SIMKERNEL_DEBUG=1      -O0 -g and Cython bounds checks on.
+  SIMKERNEL_SANITIZE=1   build with AddressSanitizer/UBSan (run with LD_PRELOAD=$(gcc -print-file-name=libasan.so)).
+"""
+
+import os
+import platform
+import sys
+
+import numpy as np
+from Cython.Build import cythonize
+from setuptools import Extension, setup
+
+debug = os.environ.get("SIMKERNEL_DEBUG") == "1"
+sanitize = os.environ.get("SIMKERNEL_SANITIZE") == "1"
+machine = platform.machine().lower()
+
+sources = ["src/simkernel/_cosine.pyx", "csrc/dispatch.c", "csrc/serial.c"]
+if machine in ("x86_64", "amd64"):
+    sources += ["csrc/haswell.c", "csrc/skylake.c"]
+elif machine in ("aarch64", "arm64"):
+    sources += ["csrc/neon.c"]
+
+extra_compile_args: list[str] = []
+extra_link_args: list[str] = []
+if sys.platform != "win32":
+    extra_compile_args += ["-std=c11", "-Wall", "-Wextra", "-Wno-unused-function", "-fno-strict-aliasing"]
+    extra_compile_args += ["-O0", "-g"] if debug else ["-O3"]
+    if os.environ.get("SIMKERNEL_NATIVE") == "1":
+        extra_compile_args.append("-march=native")
+    if sanitize:
+        extra_compile_args += ["-fsanitize=address,undefined", "-fno-omit-frame-pointer"]
+        extra_link_args += ["-fsanitize=address,undefined"]
+
+extension = Extension(
+    "simkernel._cosine",
+    sources=sources,
+    include_dirs=["csrc", np.get_include()],
+    define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
+    extra_compile_args=extra_compile_args,
+    extra_link_args=extra_link_args,
+)
+
+setup(
+    ext_modules=cythonize(
+        [extension],
+        language_level=3,
+        compiler_directives={
+            "boundscheck": debug,
+            "wraparound": False,
+            "cdivision": True,
+            "initializedcheck": debug,
+            "embedsignature": True,
+        },
+    )
+)

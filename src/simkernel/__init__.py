@@ -1,0 +1,53 @@
+"""simkernel: semantic similarity scoring for evaluation, fast on a CPU, with no PyTorch at run time.
+
+The package is layered; each layer is importable on its own and ``import simkernel`` loads none of them
+(attributes below are resolved lazily, so the import costs milliseconds and never touches onnxruntime,
+torch, transformers, sentence_transformers or haystack):
+
+- ``simkernel.kernels``: the native cosine kernel (C in ``csrc/``, Cython in ``_cosine.pyx``).
+- ``simkernel.runtime``: ONNX models: tokenizer, session, pooling, model store, hub, export.
+- ``simkernel.components.evaluators``: Haystack-compatible ``SASEvaluator``, ``AnswerExactMatchEvaluator``.
+- ``simkernel.metrics``: eval_lib-compatible ``ReferenceMatchMetric``, ``SemanticSimilarityMetric``,
+  ``EvalTestCase`` and ``evaluate``.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+
+# public name -> module that defines it
+_LAZY = {
+    "TextEncoder": "simkernel.runtime",
+    "CrossEncoder": "simkernel.runtime",
+    "SASEvaluator": "simkernel.components.evaluators",
+    "AnswerExactMatchEvaluator": "simkernel.components.evaluators",
+    "ReferenceMatchMetric": "simkernel.metrics.vector_metrics",
+    "SemanticSimilarityMetric": "simkernel.metrics.vector_metrics",
+    "EvalTestCase": "simkernel.metrics.test_case",
+    "evaluate": "simkernel.metrics.evaluation",
+}
+
+__all__ = ["__version__", *_LAZY]
+
+if TYPE_CHECKING:  # pragma: no cover
+    from simkernel.components.evaluators import AnswerExactMatchEvaluator, SASEvaluator
+    from simkernel.metrics.evaluation import evaluate
+    from simkernel.metrics.test_case import EvalTestCase
+    from simkernel.metrics.vector_metrics import ReferenceMatchMetric, SemanticSimilarityMetric
+    from simkernel.runtime import CrossEncoder, TextEncoder
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'simkernel' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))

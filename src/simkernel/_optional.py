@@ -1,0 +1,31 @@
+"""Lazy imports of optional dependencies, with an error that names the install command."""
+
+from __future__ import annotations
+
+import importlib
+from types import ModuleType
+
+from simkernel.errors import MissingDependencyError
+
+# extra name -> what it installs (kept in sync with pyproject.toml)
+EXTRAS = {
+    "export": "torch, transformers, onnx",
+    "test": "pytest, sentence-transformers, scipy",
+    "haystack": "haystack-ai",
+    "bench": "simsimd and the benchmark peers",
+}
+
+
+def import_optional(module: str, extra: str, feature: str) -> ModuleType:
+    """Import ``module`` or raise :class:`MissingDependencyError` naming ``pip install 'simkernel[extra]'``.
+
+    ``feature`` says what the caller was trying to do, e.g. ``"exporting a checkpoint to ONNX"``.
+    """
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        hint = "pip install torch==2.13.0 " if extra == "export" else ""
+        raise MissingDependencyError(
+            f"{feature} needs the Python package {module!r}, which is not installed ({exc}). "
+            f"Install it with: {hint}pip install 'simkernel[{extra}]'"
+        ) from exc
