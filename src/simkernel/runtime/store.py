@@ -1,0 +1,275 @@
+"""The local model store: one bundle directory per model id, written atomically.
+
+Layout (``store_root()`` is ``$SIMKERNEL_HOME``, else ``$XDG_CACHE_HOME/simkernel``, else
+``~/.cache/simkernel``; ``%LOCALAPPDATA%\\simkernel`` on Windows)::
+
+    <root>/models/<org>--<name>/     one bundle per model id (model.onnx, configs, simkernel.json)
+    <root>/locks/<org>--<name>.lock  advisory lock held while a bundle is installed or downloaded
+    <root>/tmp/                      staging folders; renamed into models/ once complete
+
+A model id maps to a folder name by replacing ``/`` with ``--`` (the hub forbids ``--`` in ids, so the
+mapping is reversible). A bundle only ever appears in ``models/`` complete: it is written into a
+staging folder on the same filesystem, checked against its manifest, and moved in with ``os.rename``
+while holding the model's lock, so two processes preparing the same model never interleave and an
+interrupted write leaves at most a stale staging folder (cleaned up on the next install).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from simkernel.errors import ModelError
+
+MANIFEST = "simkernel.json"
+_STALE_STAGING_S = 24 * 3600
+
+
+def store_root() -> Path:
+    """The store's root folder (not created here)."""
+    home = os.environ.get("SIMKERNEL_HOME")
+    if home:
+        return Path(home).expanduser()
+    if sys.platform == "win32" and os.environ.get("LOCALAPPDATA"):
+        return Path(os.environ["LOCALAPPDATA"]) / "simkernel"
+    cache = os.environ.get("XDG_CACHE_HOME")
+    base = Path(cache).expanduser() if cache else Path.home() / ".cache"
+    return base / "simkernel"
+
+
+def _folder_name(model_id: str) -> str:
+    model_id = model_id.strip()
+    parts = model_id.split("/")
+    bad = (
+        not model_id
+        or len(parts) > 2
+        or any(p in ("", ".", "..") or "--" in p or "\\" in p or ":" in p for p in parts)
+    )
+    if bad:
+        raise ModelError(
+            f"{model_id!r} is not a valid model id: use 'name' or 'org/name' as on the Hugging Face hub "
+            "(no '--', '..', backslashes or empty parts), or give the path of a local folder"
+        )
+    return "--".join(parts)
+
+
+def model_dir(model_id: str) -> Path:
+    """The bundle folder of ``model_id`` in the store (it may not exist)."""
+    return store_root() / "models" / _folder_name(model_id)
+
+
+def is_installed(model_id: str) -> bool:
+    """Whether ``model_id`` has a bundle in the store (a folder with a manifest or an ONNX file)."""
+    folder = model_dir(model_id)
+    return folder.is_dir() and ((folder / MANIFEST).is_file() or any(folder.glob("*.onnx")))
+
+
+@contextlib.contextmanager
+def model_lock(model_id: str, timeout_s: float = 3600.0) -> Iterator[None]:
+    """Hold the store's advisory lock of ``model_id`` (blocks up to ``timeout_s`` seconds).
+
+    Re-entrant within a process is NOT supported; use it around one install or download.
+    """
+    lock_dir = store_root() / "locks"
+    lock_dir.mkdir(parents=True, exist_ok=True)
+    path = lock_dir / (_folder_name(model_id) + ".lock")
+    with open(path, "a+b") as handle:
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                _try_lock(handle)
+                break
+            except OSError as exc:
+                if time.monotonic() > deadline:
+                    raise ModelError(
+                        f"timed out after {timeout_s:.0f} s waiting for {path}: another process is installing "
+                        f"{model_id!r}; wait for it, or delete the lock file if no such process exists"
+                    ) from exc
+                time.sleep(0.05)
+        try:
+            yield
+        finally:
+            _unlock(handle)
+
+
+def _try_lock(handle) -> None:
+    if sys.platform == "win32":  # pragma: no cover - exercised on Windows only
+        import msvcrt
+
+        handle.seek(0)
+        msvcrt.locking(handle.fileno(), msvcrt.LK_NBLCK, 1)
+    else:
+        import fcntl
+
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+
+
+def _unlock(handle) -> None:
+    if sys.platform == "win32":  # pragma: no cover
+        import msvcrt
+
+        handle.seek(0)
+        msvcrt.locking(handle.fileno(), msvcrt.LK_UNLCK, 1)
+    else:
+        import fcntl
+
+        fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+
+
+def _clean_stale_staging(tmp_root: Path) -> None:
+    now = time.time()
+    for entry in tmp_root.glob("stage-*"):
+        with contextlib.suppress(OSError):
+            if now - entry.stat().st_mtime > _STALE_STAGING_S:
+                shutil.rmtree(entry, ignore_errors=True)
+
+
+def new_staging_dir(model_id: str) -> Path:
+    """A fresh empty folder inside the store (same filesystem as ``models/``) to build a bundle in."""
+    tmp_root = store_root() / "tmp"
+    tmp_root.mkdir(parents=True, exist_ok=True)
+    _clean_stale_staging(tmp_root)
+    return Path(tempfile.mkdtemp(prefix=f"stage-{_folder_name(model_id)}-", dir=tmp_root))
+
+
+def file_sha256(path: Path, chunk: int = 1 << 20) -> str:
+    """Hex SHA-256 of a file, read in 1 MiB chunks."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while block := handle.read(chunk):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _manifest_files(manifest: dict) -> dict[str, dict]:
+    files = manifest.get("files") or {}
+    if isinstance(files, list):  # [{"path": ..., "sha256": ..., "bytes": ...}, ...]
+        return {str(f.get("path") or f.get("name")): f for f in files if isinstance(f, dict)}
+    return {str(k): v for k, v in files.items() if isinstance(v, dict)}
+
+
+def verify_bundle(folder: Path, check_hashes: bool = True) -> None:
+    """Check that ``folder`` is a complete bundle: ``config.json``, an ONNX file, and every file the
+    manifest lists with its byte count (and SHA-256 when ``check_hashes``). Raises :class:`ModelError`."""
+    from simkernel.runtime.config import read_json
+
+    if not (folder / "config.json").is_file():
+        raise ModelError(f"{folder / 'config.json'} is missing: the bundle is incomplete")
+    if not any(folder.glob("*.onnx")):
+        raise ModelError(f"{folder} holds no .onnx file: the bundle is incomplete")
+    manifest_path = folder / MANIFEST
+    if not manifest_path.is_file():
+        return
+    manifest = read_json(manifest_path)
+    for name, meta in _manifest_files(manifest if isinstance(manifest, dict) else {}).items():
+        path = folder / name
+        if not path.is_file():
+            raise ModelError(f"{path} is listed in {manifest_path} but missing: the bundle is incomplete")
+        size = meta.get("bytes", meta.get("size"))
+        if size is not None and path.stat().st_size != int(size):
+            raise ModelError(
+                f"{path} has {path.stat().st_size} bytes, the manifest says {size}: the file is truncated or "
+                "corrupt; re-export or re-download the model"
+            )
+        if check_hashes and meta.get("sha256") and file_sha256(path) != meta["sha256"]:
+            raise ModelError(f"{path} does not match the SHA-256 in {manifest_path}: the file is corrupt")
+
+
+def _publish(staging: Path, model_id: str, replace: bool) -> Path:
+    """Move a complete staging folder to ``model_dir(model_id)``; the caller holds the model's lock."""
+    dest = model_dir(model_id)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    if dest.exists():
+        if not replace:
+            shutil.rmtree(staging, ignore_errors=True)
+            return dest
+        # POSIX cannot rename a folder over a non-empty one: move the old one aside first
+        trash = Path(tempfile.mkdtemp(prefix=f"old-{dest.name}-", dir=store_root() / "tmp"))
+        os.rename(dest, trash / "bundle")
+        os.rename(staging, dest)
+        shutil.rmtree(trash, ignore_errors=True)
+    else:
+        os.rename(staging, dest)
+    return dest
+
+
+def install_bundle(src_dir: str | Path, model_id: str, replace: bool = True, check_hashes: bool = True) -> Path:
+    """Copy the bundle in ``src_dir`` into the store as ``model_id``; returns the bundle folder.
+
+    The copy goes to a staging folder inside the store, is verified (:func:`verify_bundle`), then renamed
+    into place under the model's lock. ``src_dir`` is left untouched. With ``replace=False`` an existing
+    bundle is kept (another process got there first). Nothing half-written is ever visible in the store.
+    """
+    src = Path(src_dir)
+    if not src.is_dir():
+        raise ModelError(f"{src} is not a directory; give the folder of an exported bundle")
+    staging = new_staging_dir(model_id)
+    try:
+        shutil.copytree(src, staging, dirs_exist_ok=True)
+        verify_bundle(staging, check_hashes=check_hashes)
+        with model_lock(model_id):
+            return _publish(staging, model_id, replace)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+
+
+@contextlib.contextmanager
+def staged_bundle(model_id: str, replace: bool = True, check_hashes: bool = True) -> Iterator[Path]:
+    """Build a bundle in place: yields an empty staging folder; on normal exit it is verified and
+    published as ``model_id`` (under the lock), on an exception it is deleted and nothing is published.
+
+    Use it to write a bundle without a copy (the hub download and the exporter do)::
+
+        with staged_bundle("org/name") as folder:
+            write_files(folder)
+    """
+    staging = new_staging_dir(model_id)
+    try:
+        yield staging
+        verify_bundle(staging, check_hashes=check_hashes)
+        with model_lock(model_id):
+            _publish(staging, model_id, replace)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+
+
+@dataclass(frozen=True)
+class StoredModel:
+    """One bundle in the store: its id, folder, ONNX files and total size in bytes."""
+
+    id: str
+    path: Path
+    onnx_files: tuple[str, ...]
+    bytes: int
+
+
+def list_models() -> list[StoredModel]:
+    """Every bundle in the store, sorted by id (the id is the manifest's ``id``, else the folder name)."""
+    from simkernel.runtime.config import read_json
+
+    models_root = store_root() / "models"
+    if not models_root.is_dir():
+        return []
+    found = []
+    for folder in sorted(p for p in models_root.iterdir() if p.is_dir()):
+        onnx = tuple(sorted(p.name for p in folder.glob("*.onnx")))
+        model_id = folder.name.replace("--", "/")
+        manifest_path = folder / MANIFEST
+        if manifest_path.is_file():
+            with contextlib.suppress(ModelError):
+                manifest = read_json(manifest_path)
+                if isinstance(manifest, dict) and manifest.get("id"):
+                    model_id = str(manifest["id"])
+        size = sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
+        found.append(StoredModel(id=model_id, path=folder, onnx_files=onnx, bytes=size))
+    return sorted(found, key=lambda m: m.id)
