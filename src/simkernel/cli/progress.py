@@ -1,0 +1,79 @@
+"""A one-line progress bar on stderr for runs longer than a moment.
+
+Shown only when stderr is a terminal and the user did not ask for ``--quiet``; it first appears after
+``delay`` seconds (so quick runs print nothing), redraws at most every ``interval`` seconds, and erases
+itself when done so the summary that follows starts on a clean line.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import TextIO
+
+
+class ProgressBar:
+    """``update(n)`` adds ``n`` done items out of ``total``; ``close()`` erases the line. A no-op when disabled."""
+
+    def __init__(
+        self,
+        total: int,
+        label: str = "scoring",
+        *,
+        enabled: bool | None = None,
+        stream: TextIO | None = None,
+        delay: float = 0.5,
+        interval: float = 0.1,
+        width: int = 30,
+    ) -> None:
+        self.stream = stream if stream is not None else sys.stderr
+        self.enabled = is_terminal(self.stream) if enabled is None else enabled
+        self.total = max(0, total)
+        self.label = label
+        self.done = 0
+        self.delay = delay
+        self.interval = interval
+        self.width = width
+        self._start = time.perf_counter()
+        self._last_draw = 0.0
+        self._drawn = False
+
+    def update(self, n: int) -> None:
+        self.done = min(self.total, self.done + n)
+        if not self.enabled:
+            return
+        now = time.perf_counter()
+        if now - self._start < self.delay or now - self._last_draw < self.interval:
+            return
+        self._last_draw = now
+        self._draw(now - self._start)
+
+    def _draw(self, elapsed: float) -> None:
+        fraction = self.done / self.total if self.total else 1.0
+        filled = int(round(fraction * self.width))
+        bar = "#" * filled + "-" * (self.width - filled)
+        rate = self.done / elapsed if elapsed > 0 else 0.0
+        line = f"{self.label} [{bar}] {fraction:4.0%} {self.done}/{self.total} rows, {elapsed:.1f} s, {rate:.0f} rows/s"
+        self.stream.write("\r" + line + "\x1b[K")
+        self.stream.flush()
+        self._drawn = True
+
+    def close(self) -> None:
+        if self._drawn:
+            self.stream.write("\r\x1b[K")
+            self.stream.flush()
+            self._drawn = False
+
+    def __enter__(self) -> ProgressBar:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def is_terminal(stream: TextIO) -> bool:
+    """True when ``stream`` is an interactive terminal (a closed or odd stream counts as not)."""
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError, OSError):
+        return False

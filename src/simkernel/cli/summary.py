@@ -1,0 +1,116 @@
+"""The summary ``simkernel score`` prints on stderr (and writes as JSON with ``--summary-json``).
+
+rows, mean score, pass rate (where a threshold applies), Pearson and Spearman correlation with the
+human labels (rows without a label are scored but left out of the correlation, and the summary says
+how many), time taken (model load included) and rows per second.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any, TextIO
+
+import numpy as np
+
+from simkernel.cli.stats import pearson, spearman
+
+
+@dataclass
+class Summary:
+    rows: int
+    description: str
+    mean_score: float | None
+    threshold: float | None
+    passed: int | None
+    label_column: str | None
+    labelled_rows: int | None
+    pearson: float | None
+    spearman: float | None
+    elapsed_s: float
+    load_s: float
+    rows_per_s: float | None
+    output: str
+    notes: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready: NaN (an undefined correlation) becomes null."""
+        return {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in asdict(self).items()}
+
+    def lines(self) -> list[str]:
+        out = [f"simkernel score: {self.rows} row{'s' if self.rows != 1 else ''}, {self.description}"]
+        if self.rows == 0:
+            out.append("  nothing to score: the input has a header but no rows")
+        if self.mean_score is not None:
+            out.append(f"  mean score  {self.mean_score:.4f}")
+        if self.threshold is not None and self.passed is not None:
+            rate = self.passed / self.rows if self.rows else 0.0
+            out.append(f"  pass rate   {rate:.1%} ({self.passed} of {self.rows} with score >= {self.threshold:g})")
+        if self.label_column is not None:
+            if self.labelled_rows:
+                out.append(
+                    f"  vs {self.label_column!r}  Pearson {_fmt(self.pearson)}, Spearman {_fmt(self.spearman)} "
+                    f"({self.labelled_rows} of {self.rows} rows labelled)"
+                )
+            else:
+                out.append(f"  vs {self.label_column!r}  no row has a label; no correlation")
+        rate = f", {self.rows_per_s:,.0f} rows/s" if self.rows_per_s else ""
+        out.append(f"  time        {self.elapsed_s:.2f} s (model load {self.load_s:.2f} s){rate}")
+        out.append(f"  output      {'stdout' if self.output == '-' else self.output}")
+        out.extend(f"  note        {note}" for note in self.notes)
+        return out
+
+    def print(self, stream: TextIO | None = None) -> None:
+        stream = stream if stream is not None else sys.stderr
+        stream.write("\n".join(self.lines()) + "\n")
+        stream.flush()
+
+
+def _fmt(value: float | None) -> str:
+    if value is None or math.isnan(value):
+        return "n/a (constant scores or labels)"
+    return f"{value:.4f}"
+
+
+def summarize(
+    *,
+    scores: Sequence[float],
+    labels: Sequence[float | None] | None,
+    label_column: str | None,
+    threshold: float | None,
+    description: str,
+    elapsed_s: float,
+    load_s: float,
+    output: str,
+    notes: Sequence[str] = (),
+) -> Summary:
+    """Build the :class:`Summary` of one run (statistics in float64)."""
+    values = np.asarray(scores, dtype=np.float64)
+    rows = int(values.size)
+    passed = int(np.count_nonzero(values >= threshold)) if threshold is not None else None
+    labelled = r = rho = None
+    if labels is not None:
+        keep = [i for i, label in enumerate(labels) if label is not None]
+        labelled = len(keep)
+        if labelled:
+            x = values[keep]
+            y = np.asarray([labels[i] for i in keep], dtype=np.float64)
+            r, rho = pearson(x, y), spearman(x, y)
+    return Summary(
+        rows=rows,
+        description=description,
+        mean_score=float(values.mean()) if rows else None,
+        threshold=threshold,
+        passed=passed,
+        label_column=label_column,
+        labelled_rows=labelled,
+        pearson=r,
+        spearman=rho,
+        elapsed_s=elapsed_s,
+        load_s=load_s,
+        rows_per_s=rows / elapsed_s if rows and elapsed_s > 0 else None,
+        output=output,
+        notes=list(notes),
+    )
