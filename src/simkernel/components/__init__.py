@@ -1,0 +1,22 @@
+"""Haystack-compatible components, running on simkernel's ONNX runtime and cosine kernel.
+
+- :class:`~simkernel.components.evaluators.SASEvaluator` and
+  :class:`~simkernel.components.evaluators.AnswerExactMatchEvaluator`: drop-in replacements for Haystack's
+  (change the import, keep the code). Importing them never imports haystack.
+- With haystack-ai installed they are real Haystack components: ``Pipeline.add_component`` accepts them next
+  to Haystack's own, ``AsyncPipeline`` runs ``SASEvaluator.run_async``, and ``Pipeline.dumps()`` /
+  ``loads()`` round-trips them. Haystack only deserialises classes from allowlisted modules, so load with
+  ``Pipeline.loads(text, allowed_modules=ALLOWED_MODULES)`` (``["simkernel.components"]``), or call
+  ``haystack.core.serialization.allow_deserialization_module("simkernel.components")`` once.
+- A pipeline saved with Haystack's own evaluators loads with simkernel's after
+  :func:`use_simkernel_evaluators` (rewrites their ``type`` strings); both classes' ``from_dict`` also accept
+  Haystack's type strings.
+- :class:`Secret`: Haystack's ``Secret`` API (``from_env_var`` / ``from_token``) without haystack; Haystack's
+  own ``Secret`` objects are accepted as well.
+"""
+
+from simkernel.components.evaluators import AnswerExactMatchEvaluator, SASEvaluator
+from simkernel.components.secret import Secret
+from simkernel.components.serialization import ALLOWED_MODULES, use_simkernel_evaluators
+
+__all__ = ["ALLOWED_MODULES", "AnswerExactMatchEvaluator", "SASEvaluator", "Secret", "use_simkernel_evaluators"]

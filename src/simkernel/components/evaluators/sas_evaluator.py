@@ -1,0 +1,311 @@
+"""``SASEvaluator``: Haystack's Semantic Answer Similarity evaluator on simkernel's ONNX runtime.
+
+A drop-in replacement for ``haystack.components.evaluators.SASEvaluator`` (haystack-ai 3.4.1): same
+constructor parameters and defaults, same ``warm_up()``, same ``run()`` checks, messages, outputs and
+numbers (within 1e-5 of Haystack's on the same checkpoint), same serialised parameters. No torch and no
+sentence-transformers at run time; the model is an ONNX bundle of the model store (``simkernel models
+prepare`` / ``simkernel models export``).
+
+How a score is computed (as Haystack does, on the same model):
+
+- bi-encoder (the model's ``config.json`` ``architectures`` has no entry ending in
+  ``ForSequenceClassification``): ``individual_scores[i]`` = cosine of the embeddings of
+  ``predicted_answers[i]`` and ``ground_truth_answers[i]``, in float32, not clamped (identical texts can
+  give 1.0000001, unrelated ones negative values). All predicted and ground-truth texts are embedded in
+  ONE pass of the shared :class:`~simkernel.runtime.TextEncoder`, which embeds each distinct text once, in
+  batches sorted by token length; the cosines come from :func:`simkernel.kernels.paired_cosine`.
+- cross-encoder: the pairs are ``(predicted, ground_truth)``, scored by the
+  :class:`~simkernel.runtime.CrossEncoder` (which applies the model's activation as sentence-transformers
+  does, a sigmoid for one label by default); then, exactly as Haystack, the logistic function is applied to
+  the WHOLE array when ANY score is > 1 (all or nothing). A model with several labels gives a list of
+  lists. Identical pairs are scored once.
+- ``score`` is the mean of ``individual_scores`` (``numpy.float64``); ``individual_scores`` are Python
+  floats holding float32 values. Empty inputs give ``{"score": 0.0, "individual_scores": [0.0]}``.
+
+Extensions (none changes the compatible behaviour):
+
+- ``precision="int8"``: the bundle's int8 graph (faster, slightly different scores: see the accuracy table
+  in benchmarks/README.md); ``threads=N``: onnxruntime intra-op threads (default: onnxruntime's choice).
+- ``device`` also takes plain strings: ``"cpu"``, ``"cuda"``, ``"cuda:N"`` (see
+  :mod:`simkernel.components.device`). ``device=None`` means the CPU (Haystack would pick a GPU through
+  torch when one is visible).
+- ``run`` accepts several correct answers per question: ``ground_truth_answers`` may hold lists of strings
+  (``[["Berlin", "Berlin, Germany"], "Paris"]``); that pair's score is the MAX over its ground truths
+  (for a cross-encoder, the all-or-nothing logistic rule is applied over all scored pairs first).
+- ``run_async``: the same computation in a worker thread, for ``AsyncPipeline`` and asyncio code.
+
+Differences in bad input: everything Haystack rejects is rejected with Haystack's message; what Haystack
+lets crash deep inside (``None`` or non-string ground truths, non-string predictions, a string instead of
+a list) raises a ``ValueError`` naming the index; ``token`` must be a ``Secret`` (a plain string would be
+written to saved pipelines in clear text) and ``device`` is checked when the component is built.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from simkernel.components._haystack import haystack_component, output_types, registry_key, run_pre_init_hook
+from simkernel.components.device import device_string, device_to_dict, onnx_providers
+from simkernel.components.secret import Secret, SecretLike
+from simkernel.components.serialization import check_type
+
+HAYSTACK_TYPE = "haystack.components.evaluators.sas_evaluator.SASEvaluator"
+DEFAULT_MODEL = "sentence-transformers/paraphrase-multilingual-mpnet-base-v2"
+PRECISIONS = ("fp32", "int8")
+
+
+@haystack_component
+class SASEvaluator:
+    """Semantic Answer Similarity between predicted and ground-truth answers (Haystack-compatible).
+
+    Usage (the same as Haystack's; only the import changes)::
+
+        from simkernel.components.evaluators import SASEvaluator
+
+        evaluator = SASEvaluator(model="sentence-transformers/all-MiniLM-L6-v2")
+        evaluator.warm_up()
+        result = evaluator.run(ground_truth_answers=["Berlin", "Paris"], predicted_answers=["Berlin", "Lyon"])
+        result["individual_scores"]   # [1.0000001192092896, 0.4967875...]
+        result["score"]               # numpy.float64 mean
+    """
+
+    def __init__(
+        self,
+        model: str = DEFAULT_MODEL,
+        batch_size: int = 32,
+        device: Any = None,
+        token: SecretLike | None = Secret.from_env_var(["HF_API_TOKEN", "HF_TOKEN"], strict=False),  # noqa: B008
+        *,
+        precision: str = "fp32",
+        threads: int | None = None,
+    ) -> None:
+        """Store the settings; nothing is loaded until :meth:`warm_up` (or the first :meth:`run`).
+
+        :param model: model id in the store (``"sentence-transformers/all-MiniLM-L6-v2"``) or path of an
+            exported bundle / checkpoint directory; a bi-encoder or a cross-encoder (see the module docstring).
+        :param batch_size: texts (bi-encoder) or pairs (cross-encoder) per forward pass; checked in :meth:`run`
+            as Haystack does.
+        :param device: ``None`` (CPU), ``"cpu"``, ``"cuda"``, ``"cuda:N"`` or a Haystack ``ComponentDevice``.
+        :param token: Hugging Face token as a ``Secret`` (simkernel's or Haystack's), used only when a model has
+            to be fetched from the hub.
+        :param precision: ``"fp32"`` (default; Haystack's numbers) or ``"int8"`` (the bundle's int8 graph).
+        :param threads: onnxruntime intra-op threads; ``None`` lets onnxruntime choose.
+        """
+        if isinstance(model, os.PathLike):
+            model = os.fspath(model)
+        if not isinstance(model, str) or not model:
+            raise ValueError(f"model must be a model id or a path (a non-empty string), got {model!r}")
+        if token is not None and not isinstance(token, SecretLike):
+            raise TypeError(
+                f"token must be a Secret, got {type(token).__name__}: use Secret.from_env_var('HF_TOKEN') "
+                f"or Secret.from_token('...') (from simkernel.components or haystack.utils)"
+            )
+        if precision not in PRECISIONS:
+            raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
+        if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or threads < 1):
+            raise ValueError(f"threads must be None or a positive integer, got {threads!r}")
+        device_string(device)  # validates; raises ValueError naming the value
+        self._model = model
+        self._batch_size = batch_size
+        self._device = device
+        self._token = token
+        self._precision = precision
+        self._threads = threads
+        self._similarity_model: Any = None
+        self._is_cross_encoder = False
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__name__}(model={self._model!r}, batch_size={self._batch_size!r}, "
+            f"device={self._device!r}, precision={self._precision!r}, threads={self._threads!r})"
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """Haystack's serialised form; ``type`` names simkernel's class (see :mod:`simkernel.components.serialization`).
+
+        ``precision`` and ``threads`` are written only when they differ from the defaults, so a compatible
+        evaluator serialises to exactly Haystack's parameters. A ``Secret.from_token`` token raises
+        ``ValueError`` (it cannot be serialised), as in Haystack.
+        """
+        init_parameters: dict[str, Any] = {
+            "model": self._model,
+            "batch_size": self._batch_size,
+            "device": device_to_dict(self._device),
+            "token": self._token.to_dict() if self._token is not None else None,
+        }
+        if self._precision != "fp32":
+            init_parameters["precision"] = self._precision
+        if self._threads is not None:
+            init_parameters["threads"] = self._threads
+        return {"type": registry_key(type(self)), "init_parameters": init_parameters}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> SASEvaluator:
+        """Rebuild from :meth:`to_dict` output, simkernel's or Haystack's (``type`` of either class)."""
+        check_type(data, cls, (registry_key(cls), HAYSTACK_TYPE))
+        init_parameters = dict(data.get("init_parameters", {}))
+        token = init_parameters.get("token")
+        if isinstance(token, dict) and token.get("type") == "env_var":
+            init_parameters["token"] = Secret.from_dict(token)
+        device = init_parameters.get("device")
+        if isinstance(device, dict):
+            init_parameters["device"] = device_string(device)
+        run_pre_init_hook(cls, init_parameters)
+        return cls(**init_parameters)
+
+    def warm_up(self) -> None:
+        """Load the model once (a second call does nothing): a cross-encoder if any entry of the model's
+        ``architectures`` ends with ``ForSequenceClassification``, else a bi-encoder (Haystack's rule)."""
+        if self._similarity_model is not None:
+            return
+        with self._lock:
+            if self._similarity_model is not None:
+                return
+            from simkernel.runtime import model_architectures
+            from simkernel.runtime.config import is_cross_encoder_architecture
+
+            is_cross_encoder = is_cross_encoder_architecture(model_architectures(self._model))
+            self._similarity_model = self._load(is_cross_encoder, onnx_providers(self._device))
+            self._is_cross_encoder = is_cross_encoder
+
+    def _load(self, is_cross_encoder: bool, providers: list[Any] | None) -> Any:
+        """The runtime model: the process-wide shared instance on the CPU, a private one on another device."""
+        from simkernel import runtime
+
+        if providers is None:
+            get = runtime.get_cross_encoder if is_cross_encoder else runtime.get_text_encoder
+            return get(self._model, precision=self._precision, threads=self._threads)
+        model_class = runtime.CrossEncoder if is_cross_encoder else runtime.TextEncoder
+        return model_class(self._model, precision=self._precision, threads=self._threads, providers=providers)
+
+    @output_types(score=float, individual_scores=list[float])
+    def run(
+        self, ground_truth_answers: list[str] | list[list[str]], predicted_answers: list[str]
+    ) -> dict[str, Any]:
+        """Score each predicted answer against its ground truth(s).
+
+        :param ground_truth_answers: one expected answer per question, or (extension) a list of correct
+            answers per question, scored by the best of them.
+        :param predicted_answers: one generated answer per question.
+        :returns: ``{"score": mean (numpy.float64), "individual_scores": [float, ...]}``.
+        :raises ValueError: lengths differ; a prediction is ``None`` (Haystack's messages); a ground truth or
+            prediction is not a string, an empty list of ground truths; ``batch_size`` is not a positive integer.
+        """
+        if len(ground_truth_answers) != len(predicted_answers):
+            raise ValueError("The number of predictions and labels must be the same.")
+
+        if any(answer is None for answer in predicted_answers):
+            raise ValueError("Predicted answers must not contain None values.")
+
+        if len(predicted_answers) == 0:
+            return {"score": 0.0, "individual_scores": [0.0]}
+
+        predictions = _checked_predictions(predicted_answers)
+        groups, several = _ground_truth_groups(ground_truth_answers)
+        batch_size = self._batch_size
+        if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size <= 0:
+            raise ValueError(f"batch_size must be a positive integer, got {batch_size}.")
+
+        if self._similarity_model is None:
+            self.warm_up()
+
+        score_pairs = self._cross_encoder_scores if self._is_cross_encoder else self._bi_encoder_scores
+        scores = score_pairs(predictions, groups, several, int(batch_size))
+        return {"score": np.mean(scores), "individual_scores": scores}
+
+    @output_types(score=float, individual_scores=list[float])
+    async def run_async(
+        self, ground_truth_answers: list[str] | list[list[str]], predicted_answers: list[str]
+    ) -> dict[str, Any]:
+        """:meth:`run` in a worker thread, so an event loop (``AsyncPipeline``) keeps running meanwhile."""
+        return await asyncio.to_thread(self.run, ground_truth_answers, predicted_answers)
+
+    def _bi_encoder_scores(
+        self, predictions: list[str], groups: list[list[str]], several: bool, batch_size: int
+    ) -> list[float]:
+        from simkernel.kernels import cosine_reduce, paired_cosine
+
+        n = len(predictions)
+        references = [text for group in groups for text in group]
+        # ONE encoder pass over every text: the encoder embeds each distinct text once, length-sorted.
+        embeddings = self._similarity_model.encode(predictions + references, batch_size=batch_size)
+        if not several:
+            return paired_cosine(embeddings[:n], embeddings[n:]).tolist()
+        return cosine_reduce(embeddings[:n], embeddings[n:], _offsets(groups), reduce="max").tolist()
+
+    def _cross_encoder_scores(
+        self, predictions: list[str], groups: list[list[str]], several: bool, batch_size: int
+    ) -> list[Any]:
+        # (predicted, ground_truth), in Haystack's order; identical pairs are scored once
+        pairs = [(p, g) for p, group in zip(predictions, groups, strict=True) for g in group]
+        unique = {pair: k for k, pair in enumerate(dict.fromkeys(pairs))}
+        raw = np.asarray(self._similarity_model.predict(list(unique), batch_size=batch_size))
+        # All or nothing, as Haystack: logits are squashed only when some score is above 1.
+        if (raw > 1).any():
+            with np.errstate(over="ignore"):
+                raw = 1 / (1 + np.exp(-raw))
+        scores = raw[[unique[pair] for pair in pairs]]
+        if not several:
+            return scores.tolist()
+        if scores.ndim != 1:
+            raise ValueError(
+                f"several ground truths per question need a cross-encoder with one output label; "
+                f"{self._model!r} has {scores.shape[1]} labels"
+            )
+        return np.maximum.reduceat(scores, _offsets(groups)[:-1]).tolist()
+
+
+def _checked_predictions(predicted_answers: Sequence[Any]) -> list[str]:
+    if isinstance(predicted_answers, (str, bytes)):
+        raise ValueError("predicted_answers must be a list of strings, got a single string")
+    out = list(predicted_answers)
+    for i, answer in enumerate(out):
+        if not isinstance(answer, str):
+            raise ValueError(
+                f"predicted_answers[{i}] is {type(answer).__name__} ({answer!r}); every predicted answer "
+                "must be a string"
+            )
+    return out
+
+
+def _ground_truth_groups(ground_truth_answers: Sequence[Any]) -> tuple[list[list[str]], bool]:
+    """(one list of strings per question, whether any question has a list of ground truths)."""
+    if isinstance(ground_truth_answers, (str, bytes)):
+        raise ValueError("ground_truth_answers must be a list of strings, got a single string")
+    answers = list(ground_truth_answers)
+    if all(isinstance(answer, str) for answer in answers):
+        return [[answer] for answer in answers], False
+    groups = []
+    for i, answer in enumerate(answers):
+        if isinstance(answer, str):
+            groups.append([answer])
+            continue
+        if answer is None or not isinstance(answer, (list, tuple)):
+            raise ValueError(
+                f"ground_truth_answers[{i}] is {type(answer).__name__} ({answer!r}); every ground truth must be a "
+                "string, or a non-empty list of strings when a question has several correct answers"
+            )
+        if len(answer) == 0:
+            raise ValueError(
+                f"ground_truth_answers[{i}] is an empty list; give at least one correct answer per question"
+            )
+        for j, text in enumerate(answer):
+            if not isinstance(text, str):
+                raise ValueError(
+                    f"ground_truth_answers[{i}][{j}] is {type(text).__name__} ({text!r}); every ground truth "
+                    "must be a string"
+                )
+        groups.append(list(answer))
+    return groups, True
+
+
+def _offsets(groups: list[list[str]]) -> np.ndarray:
+    """int64 offsets (length q+1) of each question's ground truths in the flattened list."""
+    return np.concatenate(([0], np.cumsum([len(group) for group in groups]))).astype(np.int64)

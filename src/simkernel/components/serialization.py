@@ -1,0 +1,66 @@
+"""Serialised form of simkernel's components, and moving pipelines saved by Haystack over to them.
+
+simkernel's components serialise exactly as Haystack's (``{"type": ..., "init_parameters": {...}}``, same
+parameter names and nested forms), except that ``type`` names simkernel's class, e.g.
+``simkernel.components.evaluators.sas_evaluator.SASEvaluator``, so that ``Pipeline.loads`` builds the
+simkernel component again. Haystack refuses to import classes from modules outside its allowlist; load a
+pipeline holding simkernel components with::
+
+    Pipeline.loads(text, allowed_modules=ALLOWED_MODULES)      # ALLOWED_MODULES == ["simkernel.components"]
+
+(or ``haystack.core.serialization.allow_deserialization_module("simkernel.components")`` once per process,
+or ``HAYSTACK_DESERIALIZATION_ALLOWLIST=simkernel.components``).
+
+A pipeline saved with Haystack's own evaluators names Haystack's classes; :func:`use_simkernel_evaluators`
+rewrites those ``type`` strings so the same file loads with simkernel's. ``SASEvaluator.from_dict`` and
+``AnswerExactMatchEvaluator.from_dict`` also accept Haystack's ``type`` strings directly.
+"""
+
+from __future__ import annotations
+
+import copy
+import sys
+from typing import Any
+
+ALLOWED_MODULES = ["simkernel.components"]
+
+# Haystack's type string -> simkernel's, for the components simkernel re-implements
+HAYSTACK_TO_SIMKERNEL = {
+    "haystack.components.evaluators.sas_evaluator.SASEvaluator":
+        "simkernel.components.evaluators.sas_evaluator.SASEvaluator",
+    "haystack.components.evaluators.answer_exact_match.AnswerExactMatchEvaluator":
+        "simkernel.components.evaluators.answer_exact_match.AnswerExactMatchEvaluator",
+}
+
+
+class ComponentDeserializationError(ValueError):
+    """Serialised component data that cannot be turned back into a simkernel component."""
+
+
+def deserialization_error(message: str) -> Exception:
+    """Haystack's ``DeserializationError`` when haystack is loaded (what Haystack code catches), else ours."""
+    errors = sys.modules.get("haystack.core.errors")
+    error_class = getattr(errors, "DeserializationError", None) if errors is not None else None
+    return (error_class or ComponentDeserializationError)(message)
+
+
+def check_type(data: dict[str, Any], cls: type, accepted: tuple[str, ...]) -> None:
+    """Raise as Haystack's ``default_from_dict`` does when ``data["type"]`` is missing or not one of ``accepted``."""
+    if "type" not in data:
+        raise deserialization_error("Missing 'type' in serialization data")
+    if data["type"] not in accepted:
+        raise deserialization_error(f"Class '{data['type']}' can't be deserialized as '{cls.__name__}'")
+
+
+def use_simkernel_evaluators(pipeline_data: dict[str, Any]) -> dict[str, Any]:
+    """Copy of a serialised Haystack pipeline (``Pipeline.to_dict()`` or its parsed YAML) whose SASEvaluator and
+    AnswerExactMatchEvaluator components are simkernel's; every other component is left as it is.
+
+    >>> data = use_simkernel_evaluators(yaml.safe_load(open("pipeline.yaml")))
+    >>> pipe = Pipeline.from_dict(data, allowed_modules=ALLOWED_MODULES)
+    """
+    out = copy.deepcopy(pipeline_data)
+    for component in (out.get("components") or {}).values():
+        if isinstance(component, dict) and component.get("type") in HAYSTACK_TO_SIMKERNEL:
+            component["type"] = HAYSTACK_TO_SIMKERNEL[component["type"]]
+    return out
