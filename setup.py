@@ -19,10 +19,15 @@ sanitize = os.environ.get("SIMKERNEL_SANITIZE") == "1"
 machine = platform.machine().lower()
 
 sources = ["src/simkernel/_cosine.pyx", "csrc/dispatch.c", "csrc/serial.c"]
-if machine in ("x86_64", "amd64"):
+define_macros = [("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")]
+# Each SIMD file carries its own target attributes, so a baseline build contains every variant and the
+# dispatcher picks one at import time by CPU detection (csrc/dispatch.c).
+if machine in ("x86_64", "amd64", "i686", "x86"):
     sources += ["csrc/haswell.c", "csrc/skylake.c"]
+    define_macros.append(("SK_HAVE_X86", "1"))
 elif machine in ("aarch64", "arm64"):
     sources += ["csrc/neon.c"]
+    define_macros.append(("SK_HAVE_NEON", "1"))
 
 extra_compile_args: list[str] = []
 extra_link_args: list[str] = []
@@ -39,7 +44,8 @@ extension = Extension(
     "simkernel._cosine",
     sources=sources,
     include_dirs=["csrc", np.get_include()],
-    define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
+    define_macros=define_macros,
+    depends=["csrc/simkernel.h", "csrc/drivers.h"],
     extra_compile_args=extra_compile_args,
     extra_link_args=extra_link_args,
 )

@@ -1,0 +1,146 @@
+/* drivers.h: the loops shared by every backend (internal; not part of the public API).
+ *
+ * A backend file defines its name, SK_FN(name) (the suffixed function name), the accumulator type
+ * `sk_acc` and these primitives, then includes this file, so that the loops below are compiled with the
+ * backend's own target attributes and inline its primitives:
+ *
+ *   sk_acc sk_sumsq(const float *x, size_t d);                       sum of x[k]^2
+ *   void   sk_dot2(const float *q, const float *r, size_t d,          q.r and r.r in one pass
+ *                  sk_acc *qr, sk_acc *rr);
+ *   void   sk_dot3(const float *a, const float *b, size_t d,          a.b, a.a, b.b in one pass
+ *                  sk_acc *ab, sk_acc *aa, sk_acc *bb);
+ *   void   sk_dot4(const float *q, const float *r, size_t stride,     out[k] = q . r[k * stride : +d], k < 4
+ *                  size_t d, sk_acc out[4]);
+ *   sk_acc sk_dot(const float *a, const float *b, size_t d);         a.b
+ *   void   sk_scale(const float *x, size_t d, float s, float *out);  out = x * s
+ *   void   sk_row_stats(const float *s, size_t m, sk_clamp c,        clamped max and sum of s[0:m] (m > 0);
+ *                       float *max, double *sum)                     NaN in s gives NaN max and NaN sum
+ */
+#include <float.h>
+#include <math.h>
+
+#include "simkernel.h"
+
+/* 1/sqrt(ss) for a squared norm ss: 0 for a zero row, NaN for NaN, infinity or a float32 overflow. */
+static inline double SK_FN(inv_norm)(double ss) {
+    if (ss > 0.0 && ss <= (double)FLT_MAX) return 1.0 / sqrt(ss);
+    if (ss == 0.0) return 0.0;
+    return NAN;
+}
+
+/* Cosine from a dot product and two squared norms (see the numerics in simkernel.h). */
+static inline float SK_FN(cos_from)(double ab, double aa, double bb) {
+    if (aa > 0.0 && bb > 0.0 && aa <= (double)FLT_MAX && bb <= (double)FLT_MAX) return (float)(ab / sqrt(aa * bb));
+    return (float)(ab * SK_FN(inv_norm)(aa) * SK_FN(inv_norm)(bb));
+}
+
+/* Running clamp + max + sum of a group of similarities. NaN is sticky in both. */
+static inline void SK_FN(push)(float s, sk_clamp c, float *mx, double *sum) {
+    if (c.enabled) s = s < c.lo ? c.lo : (s > c.hi ? c.hi : s);
+    if (s > *mx || s != s) *mx = (*mx != *mx) ? *mx : s;
+    *sum += s;
+}
+
+static inline void SK_FN(finish)(size_t count, float mx, double sum, float *out_max, float *out_mean, size_t i) {
+    if (out_max) out_max[i] = count ? mx : 0.0f;
+    if (out_mean) out_mean[i] = count ? (float)(sum / (double)count) : 0.0f;
+}
+
+static void SK_FN(normalize)(const float *x, size_t n, size_t d, float *out) {
+    for (size_t i = 0; i < n; ++i) {
+        const float *row = x + i * d;
+        float inv = (float)SK_FN(inv_norm)((double)sk_sumsq(row, d));
+        sk_scale(row, d, inv, out + i * d);
+    }
+}
+
+static void SK_FN(paired_cosine)(const float *a, const float *b, size_t n, size_t d, float *out) {
+    for (size_t i = 0; i < n; ++i) {
+        sk_acc ab, aa, bb;
+        sk_dot3(a + i * d, b + i * d, d, &ab, &aa, &bb);
+        out[i] = SK_FN(cos_from)((double)ab, (double)aa, (double)bb);
+    }
+}
+
+/* inv[j] = 1 / ||x[j]|| (0 for zero rows, NaN for NaN rows), in float32. */
+static void SK_FN(inv_norms)(const float *x, size_t n, size_t d, float *inv) {
+    for (size_t i = 0; i < n; ++i) inv[i] = (float)SK_FN(inv_norm)((double)sk_sumsq(x + i * d, d));
+}
+
+/* Similarities of one query row (inverse norm iq) against m refs with inverse norms ib, into s[0:m]. */
+static inline void SK_FN(sims_row)(const float *q, double iq, const float *b, const float *ib, size_t m, size_t d,
+                                   float *s) {
+    size_t j = 0;
+    for (; j + 4 <= m; j += 4) {
+        sk_acc dots[4];
+        sk_dot4(q, b + j * d, d, d, dots);
+        for (int k = 0; k < 4; ++k) s[j + k] = (float)((double)dots[k] * iq * (double)ib[j + k]);
+    }
+    for (; j < m; ++j) s[j] = (float)((double)sk_dot(q, b + j * d, d) * iq * (double)ib[j]);
+}
+
+static void SK_FN(cosine_matrix)(const float *a, size_t n, const float *b, size_t m, size_t d, float *work,
+                                 float *out) {
+    float *ia = work, *ib = work + n;
+    SK_FN(inv_norms)(a, n, d, ia);
+    SK_FN(inv_norms)(b, m, d, ib);
+    for (size_t i = 0; i < n; ++i) SK_FN(sims_row)(a + i * d, (double)ia[i], b, ib, m, d, out + i * m);
+}
+
+static void SK_FN(cosine_reduce)(const float *queries, size_t nq, const float *refs, const int64_t *offsets,
+                                 size_t d, sk_clamp clamp, float *out_max, float *out_mean) {
+    for (size_t i = 0; i < nq; ++i) {
+        const float *q = queries + i * d;
+        double iq = SK_FN(inv_norm)((double)sk_sumsq(q, d));
+        size_t beg = (size_t)offsets[i], end = (size_t)offsets[i + 1];
+        float mx = -INFINITY;
+        double sum = 0.0;
+        for (size_t j = beg; j < end; ++j) {
+            sk_acc qr, rr;
+            sk_dot2(q, refs + j * d, d, &qr, &rr);
+            float s = (float)((double)qr * iq * SK_FN(inv_norm)((double)rr));
+            SK_FN(push)(s, clamp, &mx, &sum);
+        }
+        SK_FN(finish)(end - beg, mx, sum, out_max, out_mean, i);
+    }
+}
+
+static void SK_FN(reduce_rows)(const float *sims, size_t n, size_t m, size_t stride, sk_clamp clamp,
+                               float *out_max, float *out_mean) {
+    for (size_t i = 0; i < n; ++i) {
+        float mx = 0.0f;
+        double sum = 0.0;
+        if (m) sk_row_stats(sims + i * stride, m, clamp, &mx, &sum);
+        if (sum != sum) mx = NAN;
+        SK_FN(finish)(m, mx, sum, out_max, out_mean, i);
+    }
+}
+
+static void SK_FN(cosine_reduce_dense)(const float *queries, size_t nq, const float *refs, size_t nr, size_t d,
+                                       sk_clamp clamp, float *work, float *out_max, float *out_mean) {
+    float row[64];
+    SK_FN(inv_norms)(refs, nr, d, work);
+    for (size_t i = 0; i < nq; ++i) {
+        const float *q = queries + i * d;
+        double iq = SK_FN(inv_norm)((double)sk_sumsq(q, d));
+        float mx = 0.0f;
+        double sum = 0.0;
+        for (size_t j = 0; j < nr; j += 64) {
+            size_t len = nr - j < 64 ? nr - j : 64;
+            float bmx;
+            double bsum;
+            SK_FN(sims_row)(q, iq, refs + j * d, work + j, len, d, row);
+            sk_row_stats(row, len, clamp, &bmx, &bsum);
+            mx = (j == 0 || bmx > mx) ? bmx : mx;
+            sum += bsum;
+        }
+        if (sum != sum) mx = NAN;
+        SK_FN(finish)(nr, mx, sum, out_max, out_mean, i);
+    }
+}
+
+#define SK_BACKEND_TABLE(label)                                                                           \
+    {                                                                                                     \
+        label, SK_FN(normalize), SK_FN(paired_cosine), SK_FN(cosine_matrix), SK_FN(cosine_reduce),        \
+            SK_FN(cosine_reduce_dense), SK_FN(reduce_rows)                                                \
+    }

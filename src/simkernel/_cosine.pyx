@@ -1,0 +1,298 @@
+# cython: language_level=3
+"""Cython layer of the cosine kernel: argument fast path, GIL release, native dispatch, BLAS route.
+
+The public names are re-exported (and documented) by :mod:`simkernel.kernels`; import them from there.
+
+Arguments that already are float32, C-contiguous, aligned, native-endian ``numpy.ndarray`` s go straight to
+the C kernels (a few C-level checks, no Python-level work: a call on 1 x 8 vectors costs about a microsecond).
+Anything else goes once through :mod:`simkernel._validation`, which converts it or raises. Arrays are read
+through ``const`` pointers, so read-only arrays are accepted and never written. Every native call runs
+``with nogil``.
+
+Arrays are taken as ``ndarray`` objects and read through the numpy C API rather than as typed memoryviews:
+acquiring a ``const float[:, ::1]`` view costs a few hundred nanoseconds per argument, which is most of
+the budget of a small call; the checks made are the same (dtype, dimensions, C order, alignment).
+"""
+
+cimport numpy as cnp
+from libc.stdint cimport int64_t
+
+import numpy as np
+
+from simkernel import _validation
+
+cnp.import_array()
+
+
+cdef extern from "simkernel.h" nogil:
+    ctypedef struct sk_cpu_features:
+        int avx2
+        int fma
+        int avx512f
+        int neon
+
+    ctypedef struct sk_clamp:
+        int enabled
+        float lo
+        float hi
+
+    ctypedef struct sk_backend:
+        const char *name
+        void (*normalize)(const float *x, size_t n, size_t d, float *out) noexcept nogil
+        void (*paired_cosine)(const float *a, const float *b, size_t n, size_t d, float *out) noexcept nogil
+        void (*cosine_matrix)(const float *a, size_t n, const float *b, size_t m, size_t d, float *work,
+                              float *out) noexcept nogil
+        void (*cosine_reduce)(const float *queries, size_t nq, const float *refs, const int64_t *offsets,
+                              size_t d, sk_clamp clamp, float *out_max, float *out_mean) noexcept nogil
+        void (*cosine_reduce_dense)(const float *queries, size_t nq, const float *refs, size_t nr, size_t d,
+                                    sk_clamp clamp, float *work, float *out_max, float *out_mean) noexcept nogil
+        void (*reduce_rows)(const float *sims, size_t n, size_t m, size_t stride, sk_clamp clamp,
+                            float *out_max, float *out_mean) noexcept nogil
+
+    void sk_init()
+    sk_cpu_features sk_cpu()
+    const sk_backend *sk_active()
+    size_t sk_backend_count()
+    const sk_backend *sk_backend_at(size_t i)
+    int sk_backend_supported(const char *name)
+    int sk_select_backend(const char *name)
+    int64_t sk_check_offsets(const int64_t *offsets, size_t nq, size_t nr)
+
+
+sk_init()
+
+# Route of cosine_matrix and dense cosine_reduce: -1 chooses by shape, 0 always native, 1 always BLAS.
+cdef int _blas_mode = -1
+# BLAS (numpy.matmul on rows normalised natively) wins once both sides have a few rows and the product is
+# large enough to amortise the extra passes; measured on a 2-core AVX-512 machine (benchmarks/README.md).
+cdef double _blas_min_work = 4.0e6   # n * m * d multiply-adds
+cdef size_t _blas_min_rows = 16      # min(n, m)
+# The dense BLAS route computes similarities in blocks of query rows of at most this many floats.
+cdef size_t _blas_block_floats = 1 << 18
+
+
+cdef inline bint _is_fast(object x, int ndim):
+    return (
+        cnp.PyArray_CheckExact(x)
+        and cnp.PyArray_TYPE(<cnp.ndarray>x) == cnp.NPY_FLOAT32
+        and cnp.PyArray_NDIM(<cnp.ndarray>x) == ndim
+        and cnp.PyArray_ISCARRAY_RO(<cnp.ndarray>x)
+    )
+
+
+cdef inline cnp.ndarray _matrix(object x, str name):
+    if _is_fast(x, 2):
+        return <cnp.ndarray>x
+    return _validation.as_matrix(x, name)
+
+
+cdef inline const float *_data(cnp.ndarray a) noexcept:
+    return <const float *>cnp.PyArray_DATA(a)
+
+
+cdef inline float *_out(cnp.ndarray a) noexcept:
+    return <float *>cnp.PyArray_DATA(a)
+
+
+cdef inline cnp.ndarray _empty1(cnp.npy_intp n):
+    return <cnp.ndarray>cnp.PyArray_EMPTY(1, &n, cnp.NPY_FLOAT32, 0)
+
+
+cdef inline cnp.ndarray _empty2(cnp.npy_intp n, cnp.npy_intp m):
+    cdef cnp.npy_intp dims[2]
+    dims[0] = n
+    dims[1] = m
+    return <cnp.ndarray>cnp.PyArray_EMPTY(2, dims, cnp.NPY_FLOAT32, 0)
+
+
+cdef inline bint _use_blas(size_t n, size_t m, size_t d) noexcept:
+    if _blas_mode >= 0:
+        return _blas_mode == 1
+    return n >= _blas_min_rows and m >= _blas_min_rows and <double>n * <double>m * <double>d >= _blas_min_work
+
+
+cdef cnp.ndarray _normalized(cnp.ndarray x):
+    cdef size_t n = <size_t>cnp.PyArray_DIMS(x)[0], d = <size_t>cnp.PyArray_DIMS(x)[1]
+    cdef cnp.ndarray out = _empty2(n, d)
+    cdef const sk_backend *be = sk_active()
+    cdef const float *src = _data(x)
+    cdef float *dst = _out(out)
+    with nogil:
+        be.normalize(src, n, d, dst)
+    return out
+
+
+def normalize(x):
+    cdef cnp.ndarray X = _matrix(x, "x")
+    return _normalized(X)
+
+
+def paired_cosine(a, b):
+    cdef cnp.ndarray A = _matrix(a, "a")
+    cdef cnp.ndarray B = _matrix(b, "b")
+    cdef cnp.npy_intp *da = cnp.PyArray_DIMS(A)
+    cdef cnp.npy_intp *db = cnp.PyArray_DIMS(B)
+    if da[1] != db[1]:
+        _validation.check_same_dim(A, B, "a", "b")
+    if da[0] != db[0]:
+        _validation.check_same_rows(A, B, "a", "b")
+    cdef size_t n = <size_t>da[0], d = <size_t>da[1]
+    cdef cnp.ndarray out = _empty1(da[0])
+    cdef const sk_backend *be = sk_active()
+    cdef const float *pa = _data(A)
+    cdef const float *pb = _data(B)
+    cdef float *po = _out(out)
+    with nogil:
+        be.paired_cosine(pa, pb, n, d, po)
+    return out
+
+
+def cosine_matrix(a, b):
+    cdef cnp.ndarray A = _matrix(a, "a")
+    cdef cnp.ndarray B = _matrix(b, "b")
+    cdef cnp.npy_intp *da = cnp.PyArray_DIMS(A)
+    cdef cnp.npy_intp *db = cnp.PyArray_DIMS(B)
+    if da[1] != db[1]:
+        _validation.check_same_dim(A, B, "a", "b")
+    cdef size_t n = <size_t>da[0], m = <size_t>db[0], d = <size_t>da[1]
+    if _use_blas(n, m, d):
+        return np.matmul(_normalized(A), _normalized(B).T)
+    cdef cnp.ndarray out = _empty2(da[0], db[0])
+    cdef cnp.ndarray work = _empty1(da[0] + db[0])
+    cdef const sk_backend *be = sk_active()
+    cdef const float *pa = _data(A)
+    cdef const float *pb = _data(B)
+    cdef float *pw = _out(work)
+    cdef float *po = _out(out)
+    with nogil:
+        be.cosine_matrix(pa, n, pb, m, d, pw, po)
+    return out
+
+
+cdef void _reduce_dense_blas(cnp.ndarray Q, cnp.ndarray R, sk_clamp clamp, float *pmax, float *pmean) except *:
+    cdef size_t nq = <size_t>cnp.PyArray_DIMS(Q)[0], nr = <size_t>cnp.PyArray_DIMS(R)[0]
+    cdef size_t block = _blas_block_floats // (nr if nr > 0 else 1)
+    if block < 1:
+        block = 1
+    if block > nq:
+        block = nq if nq > 0 else 1
+    cdef cnp.ndarray qn = _normalized(Q)
+    cdef object rt = _normalized(R).T
+    cdef cnp.ndarray buf = _empty2(block, nr)
+    cdef size_t start = 0, rows
+    cdef const sk_backend *be = sk_active()
+    cdef const float *ps = _data(buf)
+    cdef object matmul = np.matmul
+    while start < nq:
+        rows = nq - start if nq - start < block else block
+        matmul(qn[start:start + rows], rt, out=buf[:rows])
+        with nogil:
+            be.reduce_rows(ps, rows, nr, nr, clamp, pmax + start if pmax != NULL else NULL,
+                           pmean + start if pmean != NULL else NULL)
+        start += rows
+
+
+def cosine_reduce(queries, refs, offsets=None, reduce="max", clamp=None):
+    cdef cnp.ndarray Q = _matrix(queries, "queries")
+    cdef cnp.ndarray R = _matrix(refs, "refs")
+    cdef cnp.npy_intp *dq = cnp.PyArray_DIMS(Q)
+    cdef cnp.npy_intp *dr = cnp.PyArray_DIMS(R)
+    if dq[1] != dr[1]:
+        _validation.check_same_dim(Q, R, "queries", "refs")
+    cdef size_t nq = <size_t>dq[0], nr = <size_t>dr[0], d = <size_t>dq[1]
+
+    cdef bint want_max = False, want_mean = False, single = True
+    cdef tuple names = None
+    if type(reduce) is str and (<str>reduce == "max" or <str>reduce == "mean"):
+        want_max = <str>reduce == "max"
+        want_mean = not want_max
+    else:
+        names, single = _validation.parse_reduce(reduce)
+        want_max = "max" in names
+        want_mean = "mean" in names
+
+    cdef sk_clamp c
+    c.enabled = 0
+    c.lo = 0.0
+    c.hi = 0.0
+    if clamp is not None:
+        enabled, lo, hi = _validation.parse_clamp(clamp)
+        c.enabled = 1
+        c.lo = lo
+        c.hi = hi
+
+    cdef cnp.ndarray O = None
+    cdef int64_t bad
+    if offsets is not None:
+        if (cnp.PyArray_CheckExact(offsets) and cnp.PyArray_TYPE(<cnp.ndarray>offsets) == cnp.NPY_INT64
+                and cnp.PyArray_NDIM(<cnp.ndarray>offsets) == 1 and cnp.PyArray_ISCARRAY_RO(<cnp.ndarray>offsets)
+                and <size_t>cnp.PyArray_DIMS(<cnp.ndarray>offsets)[0] == nq + 1):
+            O = <cnp.ndarray>offsets
+        else:
+            O = _validation.as_offsets(offsets, nq)
+        bad = sk_check_offsets(<const int64_t *>cnp.PyArray_DATA(O), nq, nr)
+        if bad >= 0:
+            raise _validation.offsets_error(O, bad, nr)
+
+    cdef cnp.ndarray out_max = _empty1(dq[0]) if want_max else None
+    cdef cnp.ndarray out_mean = _empty1(dq[0]) if want_mean else None
+    cdef float *pmax = _out(out_max) if want_max else NULL
+    cdef float *pmean = _out(out_mean) if want_mean else NULL
+    cdef const sk_backend *be = sk_active()
+    cdef const float *pq = _data(Q)
+    cdef const float *pr = _data(R)
+    cdef const int64_t *po
+    cdef cnp.ndarray work
+    cdef float *pw
+    if O is not None:
+        po = <const int64_t *>cnp.PyArray_DATA(O)
+        with nogil:
+            be.cosine_reduce(pq, nq, pr, po, d, c, pmax, pmean)
+    elif _use_blas(nq, nr, d):
+        _reduce_dense_blas(Q, R, c, pmax, pmean)
+    else:
+        work = _empty1(dr[0])
+        pw = _out(work)
+        with nogil:
+            be.cosine_reduce_dense(pq, nq, pr, nr, d, c, pw, pmax, pmean)
+
+    if single:
+        return out_max if want_max else out_mean
+    return tuple(out_max if name == "max" else out_mean for name in names)
+
+
+# ---- backend and route control (used by simkernel.kernels) ----
+
+def backend_names():
+    """Names of the backends compiled into this build, best first (supported by this CPU or not)."""
+    return [sk_backend_at(i).name.decode() for i in range(sk_backend_count())]
+
+
+def backend_supported(str name):
+    return bool(sk_backend_supported(name.encode()))
+
+
+def active_backend():
+    return sk_active().name.decode()
+
+
+def select_backend(str name):
+    """0: selected; -1: unknown name; -2: this CPU cannot run it (nothing changed)."""
+    return sk_select_backend(name.encode())
+
+
+def cpu_features():
+    cdef sk_cpu_features f = sk_cpu()
+    return {"avx2": bool(f.avx2), "fma": bool(f.fma), "avx512f": bool(f.avx512f), "neon": bool(f.neon)}
+
+
+def blas_route():
+    """(mode, min_work, min_rows): mode -1 chooses by shape, 0 always native, 1 always BLAS."""
+    return _blas_mode, _blas_min_work, _blas_min_rows
+
+
+def set_blas_route(int mode):
+    global _blas_mode
+    if mode not in (-1, 0, 1):
+        raise ValueError(f"BLAS route mode must be -1 (by shape), 0 (never) or 1 (always); got {mode}")
+    _blas_mode = mode
