@@ -120,6 +120,8 @@ _FLAGS = {"predicted": "--predicted", "ground_truth": "--ground-truth", "referen
 
 
 def _check_columns(table: Table, columns: dict[str, str], args: argparse.Namespace) -> None:
+    if table.format == "jsonl" and not table.rows:
+        return  # no rows, so no keys: nothing to check (the output is empty too)
     found = ", ".join(table.columns) if table.columns else "none"
     for role, name in columns.items():
         if name not in table.columns:
@@ -225,6 +227,9 @@ def _ground_truth(
     value = row.get(column)
     if args.mode == "sas" and fmt == "jsonl" and isinstance(value, list):
         # several correct answers for one question (JSONL only): the score is the max over them
+        if not value:
+            problems.add(line, f"column {column!r} is an empty list: no ground truth; give at least one answer")
+            return []
         return _text_list(value, column, line, problems, args.allow_empty, "ground truths")
     return _text(row, column, "--ground-truth", line, problems, args.allow_empty)
 

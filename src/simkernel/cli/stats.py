@@ -13,12 +13,13 @@ import numpy as np
 
 
 def pearson(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray) -> float:
-    """Pearson's r of two equal-length samples (float64); NaN when fewer than 2 values or either is constant."""
+    """Pearson's r of two equal-length samples (float64); NaN when fewer than 2 values, a NaN value, or
+    either sample is constant."""
     a = np.asarray(x, dtype=np.float64)
     b = np.asarray(y, dtype=np.float64)
     if a.shape != b.shape or a.ndim != 1:
         raise ValueError(f"pearson needs two 1-d samples of one length, got shapes {a.shape} and {b.shape}")
-    if a.size < 2:
+    if a.size < 2 or np.isnan(a).any() or np.isnan(b).any():
         return float("nan")
     a = a - a.mean()
     b = b - b.mean()
