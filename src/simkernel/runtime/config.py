@@ -63,7 +63,8 @@ class ModelConfig:
     bi-encoder, the hidden size for a cross-encoder. ``num_labels``/``activation`` are ``None`` for a
     bi-encoder. ``modules`` lists the sentence-transformers module types (short names, e.g.
     ``("Transformer", "Pooling", "Normalize")``); ``unsupported_modules`` those simkernel cannot run
-    (e.g. ``Dense``), which makes the model unusable as a ``TextEncoder``.
+    (e.g. ``Dense``), which makes the model unusable as a ``TextEncoder``. ``padding_side`` comes from
+    ``tokenizer_config.json`` (``"right"`` unless it says ``"left"``).
     """
 
     path: Path
@@ -83,6 +84,7 @@ class ModelConfig:
     pad_token_id: int | None
     modules: tuple[str, ...] = ()
     unsupported_modules: tuple[str, ...] = ()
+    padding_side: str = "right"
     id2label: dict[int, str] = field(default_factory=dict, compare=False, hash=False)
 
     @property
@@ -247,5 +249,6 @@ def read_model_config(path: str | Path) -> ModelConfig:
         pad_token_id=config.get("pad_token_id"),
         modules=module_types,
         unsupported_modules=tuple(t for t in module_types if t not in _KNOWN_ST_MODULES),
+        padding_side="left" if (tok_cfg or {}).get("padding_side") == "left" else "right",
         id2label=id2label,
     )

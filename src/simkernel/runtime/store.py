@@ -183,7 +183,7 @@ def verify_bundle(folder: Path, check_hashes: bool = True) -> None:
             raise ModelError(f"{path} does not match the SHA-256 in {manifest_path}: the file is corrupt")
 
 
-def _publish(staging: Path, model_id: str, replace: bool) -> Path:
+def publish_staging(staging: Path, model_id: str, replace: bool = True) -> Path:
     """Move a complete staging folder to ``model_dir(model_id)``; the caller holds the model's lock."""
     dest = model_dir(model_id)
     dest.parent.mkdir(parents=True, exist_ok=True)
@@ -216,7 +216,7 @@ def install_bundle(src_dir: str | Path, model_id: str, replace: bool = True, che
         shutil.copytree(src, staging, dirs_exist_ok=True)
         verify_bundle(staging, check_hashes=check_hashes)
         with model_lock(model_id):
-            return _publish(staging, model_id, replace)
+            return publish_staging(staging, model_id, replace)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
@@ -237,7 +237,7 @@ def staged_bundle(model_id: str, replace: bool = True, check_hashes: bool = True
         yield staging
         verify_bundle(staging, check_hashes=check_hashes)
         with model_lock(model_id):
-            _publish(staging, model_id, replace)
+            publish_staging(staging, model_id, replace)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise

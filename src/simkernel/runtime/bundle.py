@@ -1,0 +1,73 @@
+"""What a bundle folder holds: which ONNX file serves a precision, and how it was optimised.
+
+A bundle (see ``simkernel.runtime.store``) keeps ``model.onnx`` (fp32) and optionally ``model_int8.onnx``
+next to the checkpoint's configuration files and the ``simkernel.json`` manifest.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from simkernel.errors import ModelError
+from simkernel.runtime.config import read_json
+from simkernel.runtime.store import MANIFEST
+
+PRECISIONS = {"fp32": "model.onnx", "int8": "model_int8.onnx"}
+_PRE_OPTIMISED_LEVELS = {"basic", "extended", "all", "ORT_ENABLE_BASIC", "ORT_ENABLE_EXTENDED", "ORT_ENABLE_ALL"}
+
+
+def is_bundle(folder: Path) -> bool:
+    """A folder simkernel can load directly: ``tokenizer.json``, ``config.json`` and an ONNX file."""
+    return (
+        folder.is_dir()
+        and (folder / "tokenizer.json").is_file()
+        and (folder / "config.json").is_file()
+        and any(folder.glob("*.onnx"))
+    )
+
+
+def read_manifest(folder: Path) -> dict:
+    """The bundle's ``simkernel.json`` (empty dict when absent)."""
+    path = folder / MANIFEST
+    data = read_json(path) if path.is_file() else {}
+    return data if isinstance(data, dict) else {}
+
+
+def check_precision(precision: str) -> str:
+    if precision not in PRECISIONS:
+        raise ValueError(f"precision must be one of {sorted(PRECISIONS)}, got {precision!r}")
+    return precision
+
+
+def onnx_file(folder: Path, precision: str) -> Path:
+    """The ONNX file of ``precision`` in the bundle; a missing one raises :class:`ModelError` naming the fix."""
+    path = folder / PRECISIONS[check_precision(precision)]
+    if not path.is_file():
+        if precision == "int8":
+            raise ModelError(
+                f"{path} is missing: this bundle has no int8 model. Build it with `simkernel models prepare` (the "
+                f"default model) or `simkernel models export SRC {folder} --precision int8`, or use precision='fp32'."
+            )
+        raise ModelError(
+            f"{path} is missing: the bundle is incomplete. Rebuild it with `simkernel models prepare` (the default "
+            "model) or `simkernel models export SRC DST`, or delete the folder so it is downloaded again."
+        )
+    return path
+
+
+def _file_entry(manifest: dict, name: str) -> dict:
+    files = manifest.get("files") or {}
+    if isinstance(files, list):
+        files = {str(f.get("path") or f.get("name")): f for f in files if isinstance(f, dict)}
+    entry = files.get(name)
+    return entry if isinstance(entry, dict) else {}
+
+
+def session_optimization(folder: Path, onnx_name: str) -> str:
+    """``"basic"`` for a graph the exporter saved already optimised (per the manifest), else ``"all"``."""
+    manifest = read_manifest(folder)
+    entry = _file_entry(manifest, onnx_name)
+    level = entry.get("graph_optimization", entry.get("optimization"))
+    if entry.get("optimized") is True or (isinstance(level, str) and level in _PRE_OPTIMISED_LEVELS):
+        return "basic"
+    return "all"

@@ -1,0 +1,124 @@
+"""``CrossEncoder``: scores of (text_a, text_b) pairs on onnxruntime, matching sentence-transformers."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+
+import numpy as np
+
+from simkernel.errors import ModelError
+from simkernel.runtime.bundle import check_precision, onnx_file, session_optimization
+from simkernel.runtime.config import ModelConfig, read_model_config
+from simkernel.runtime.inputs import check_batch_size, check_pairs
+from simkernel.runtime.session import LOGITS_OUTPUTS, OnnxEncoderSession
+from simkernel.runtime.tokenizer import TextTokenizer
+
+
+def _sigmoid(x: np.ndarray) -> np.ndarray:
+    # stable in float32 for large |x|: exp of a non-positive number only
+    e = np.exp(-np.abs(x))
+    return np.where(x >= 0, 1.0 / (1.0 + e), e / (1.0 + e)).astype(np.float32)
+
+
+def _softmax(x: np.ndarray) -> np.ndarray:
+    z = np.exp(x - x.max(axis=1, keepdims=True))
+    return (z / z.sum(axis=1, keepdims=True)).astype(np.float32)
+
+
+# name -> function on logits (n, labels), float32
+ACTIVATIONS = {
+    "sigmoid": _sigmoid,
+    "identity": lambda x: x,
+    "tanh": lambda x: np.tanh(x).astype(np.float32),
+    "softmax": _softmax,
+}
+
+
+class CrossEncoder:
+    """Score text pairs with a cross-encoder (``...ForSequenceClassification``) exported to ONNX.
+
+    The activation on the logits is the one sentence-transformers' ``CrossEncoder`` picks
+    (:attr:`activation`): the ``activation_fn`` in the model's ``config.json`` if it names a torch
+    activation, else sigmoid for a 1-label model (scores in (0, 1)) and identity for several labels.
+    Pairs are tokenized as one sequence (``[CLS] a [SEP] b [SEP]``), truncated longest-first at
+    ``max_seq_length``. Thread-safe.
+    """
+
+    def __init__(
+        self,
+        model: str | Path,
+        precision: str = "fp32",
+        threads: int | None = None,
+        providers: list[str] | None = None,
+    ) -> None:
+        from simkernel.runtime.resolve import resolve_model
+
+        check_precision(precision)
+        folder = resolve_model(model, precision=precision)
+        config = read_model_config(folder)
+        if config.kind != "cross-encoder":
+            raise ModelError(
+                f"{model!r} is a bi-encoder (architectures {list(config.architectures)}): it embeds texts, it does "
+                "not score pairs; use simkernel.TextEncoder and cosine similarity"
+            )
+        path = onnx_file(folder, precision)
+        self._session = OnnxEncoderSession(
+            path, LOGITS_OUTPUTS, threads=threads, providers=providers,
+            optimization=session_optimization(folder, path.name),
+        )
+        self._tokenizer = TextTokenizer(
+            folder / "tokenizer.json",
+            max_length=config.max_seq_length,
+            pad_token=config.pad_token,
+            pad_token_id=config.pad_token_id,
+            padding_side=config.padding_side,
+        )
+        self.model = str(model)
+        self.model_path = folder
+        self.precision = precision
+        self.threads = threads
+        self.config: ModelConfig = config
+        self.num_labels: int = int(config.num_labels or 1)
+        self.activation: str = config.activation or "sigmoid"
+
+    @property
+    def max_seq_length(self) -> int:
+        return self._tokenizer.max_length
+
+    def __repr__(self) -> str:
+        return (
+            f"CrossEncoder(model={self.model!r}, precision={self.precision!r}, num_labels={self.num_labels}, "
+            f"activation={self.activation!r}, path={str(self.model_path)!r})"
+        )
+
+    def predict(
+        self, pairs: Iterable[tuple[str, str]], batch_size: int = 32, apply_activation: bool = True
+    ) -> np.ndarray:
+        """Scores float32: shape (n,) for a 1-label model, (n, num_labels) otherwise.
+
+        Identical pairs are scored once; batches are sorted by token length and the order restored.
+        ``apply_activation=False`` returns the raw logits.
+        """
+        items = check_pairs(pairs)
+        check_batch_size(batch_size)
+        slots: dict[tuple[str, str], int] = {}
+        inverse = np.fromiter((slots.setdefault(p, len(slots)) for p in items), dtype=np.int64, count=len(items))
+        unique = list(slots)
+        logits = np.empty((len(unique), self.num_labels), dtype=np.float32)
+        if unique:
+            encodings = self._tokenizer.encode_pairs(unique)
+            order = np.argsort(np.fromiter((len(e.ids) for e in encodings), dtype=np.int64), kind="stable")
+            for start in range(0, len(order), batch_size):
+                rows = order[start : start + batch_size]
+                batch = self._tokenizer.pad_batch([encodings[i] for i in rows])
+                out = self._session.run(batch.input_ids, batch.attention_mask, batch.token_type_ids)
+                if out.ndim != 2 or out.shape[1] != self.num_labels:
+                    raise ModelError(
+                        f"{self._session.path} returned logits of shape {out.shape}, expected (batch, {self.num_labels}); "
+                        "re-export the model with `simkernel models export SRC DST`"
+                    )
+                logits[rows] = out
+        scores = ACTIVATIONS[self.activation](logits) if apply_activation else logits
+        scores = scores[inverse]
+        return scores[:, 0].copy() if self.num_labels == 1 else scores

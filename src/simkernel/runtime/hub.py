@@ -1,0 +1,217 @@
+"""Download a model's published ONNX files from the Hugging Face hub into the store.
+
+What is fetched (``huggingface_hub.hf_hub_download``, one file at a time, all at one commit):
+``onnx/model.onnx`` (required; saved as ``model.onnx``), for ``precision="int8"`` the first published
+quantised variant of :data:`simkernel.runtime.registry.INT8_HUB_FILES` (saved as ``model_int8.onnx``),
+``tokenizer.json`` and ``config.json`` (required) and the other configuration files when the repo has them.
+
+Environment, read at call time (huggingface_hub itself reads some only at import):
+``HF_ENDPOINT`` (mirror or test server), ``HF_HUB_CACHE``/``HF_HOME`` (its download cache),
+``HF_HUB_OFFLINE=1`` (no network: only what the HF cache already holds), ``HF_TOKEN`` (sent as
+``Authorization: Bearer``; needed for private or gated repos).
+
+The files land in huggingface_hub's cache first (resumable, shared with other tools), then are
+hard-linked (or copied) into a staging folder of the store and published atomically under the model's
+lock (:mod:`simkernel.runtime.store`): an interrupted download leaves no model in the store, and a
+second process asking for the same model waits and reuses the first one's bundle.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+from simkernel.errors import ModelError
+from simkernel.runtime import store
+from simkernel.runtime.registry import CONFIG_FILES, FP32_HUB_FILE, INT8_HUB_FILES, known_model
+
+REQUIRED_FILES = ("config.json", "tokenizer.json")
+_TRUE = {"1", "on", "yes", "true"}
+
+
+def hub_settings() -> dict:
+    """The hub settings in effect now: endpoint, cache_dir, offline, token (None = huggingface_hub's default)."""
+    hf_home = os.environ.get("HF_HOME") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "huggingface"
+    )
+    return {
+        "endpoint": (os.environ.get("HF_ENDPOINT") or "https://huggingface.co").rstrip("/"),
+        "cache_dir": os.environ.get("HF_HUB_CACHE") or os.path.join(os.path.expanduser(hf_home), "hub"),
+        "offline": (os.environ.get("HF_HUB_OFFLINE") or os.environ.get("TRANSFORMERS_OFFLINE") or "").lower()
+        in _TRUE,
+        "token": os.environ.get("HF_TOKEN") or None,
+    }
+
+
+def _fetch(repo: str, filename: str, revision: str, settings: dict) -> Path | None:
+    """Download one file (or find it in the HF cache); None when the repo does not have it."""
+    from huggingface_hub import hf_hub_download
+    from huggingface_hub.errors import EntryNotFoundError, LocalEntryNotFoundError
+
+    try:
+        return Path(
+            hf_hub_download(
+                repo,
+                filename,
+                revision=revision,
+                cache_dir=settings["cache_dir"],
+                endpoint=settings["endpoint"],
+                token=settings["token"],
+                local_files_only=settings["offline"],
+            )
+        )
+    except LocalEntryNotFoundError:
+        if settings["offline"]:
+            return None  # not cached: absent as far as an offline run can tell
+        raise
+    except EntryNotFoundError:
+        return None
+
+
+def _explain(repo: str, revision: str, settings: dict, exc: Exception) -> ModelError:
+    from huggingface_hub.errors import (
+        GatedRepoError,
+        HfHubHTTPError,
+        LocalEntryNotFoundError,
+        RepositoryNotFoundError,
+        RevisionNotFoundError,
+    )
+
+    where = f"{settings['endpoint']}/{repo} (revision {revision})"
+    if isinstance(exc, GatedRepoError):
+        hint = "the repo is gated: accept its terms on the hub and set HF_TOKEN"
+    elif isinstance(exc, RepositoryNotFoundError):
+        hint = "no such repo, or it is private (set HF_TOKEN to a token that can read it)"
+    elif isinstance(exc, RevisionNotFoundError):
+        hint = f"the repo has no revision {revision!r}"
+    elif isinstance(exc, LocalEntryNotFoundError):
+        hint = (
+            "HF_HUB_OFFLINE=1 and the files are not in the HF cache"
+            if settings["offline"]
+            else "the hub could not be reached and the files are not in the HF cache (no network? set HF_ENDPOINT "
+            "for a mirror)"
+        )
+    elif isinstance(exc, HfHubHTTPError):
+        hint = f"the hub answered an error ({exc})"
+    else:
+        hint = f"{type(exc).__name__}: {exc}"
+    return ModelError(f"downloading {where} failed: {hint}")
+
+
+def _place(src: Path, dest: Path) -> None:
+    """Hard-link the cached blob into the bundle when on the same filesystem, else copy it."""
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    real = src.resolve()
+    try:
+        os.link(real, dest)
+    except OSError:
+        shutil.copyfile(real, dest)
+
+
+def _commit_of(cached: Path, revision: str) -> str:
+    parts = cached.parts
+    if "snapshots" in parts:
+        return parts[parts.index("snapshots") + 1]
+    return revision
+
+
+def download_bundle(model_id: str, precision: str = "fp32", revision: str | None = None) -> Path:
+    """Fetch ``model_id``'s published ONNX bundle into the store; returns its folder.
+
+    ``revision`` defaults to the registry's pinned commit (``"main"`` for unknown repos). Returns at once
+    when the store already has the bundle with the wanted precision. Raises :class:`ModelError`
+    explaining what failed (no ONNX published, offline, private repo, ...).
+    """
+    from simkernel.runtime.bundle import PRECISIONS, check_precision
+
+    check_precision(precision)
+    known = known_model(model_id)
+    repo = known.hub_repo if known else model_id
+    revision = revision or (known.revision if known else "main")
+    int8_candidates = known.int8_files if known else INT8_HUB_FILES
+    settings = hub_settings()
+    folder = store.model_dir(model_id)
+    with store.model_lock(model_id):
+        if (folder / PRECISIONS[precision]).is_file() and store.is_installed(model_id):
+            return folder  # another process (or an earlier call) got there first
+        try:
+            onnx = _fetch(repo, FP32_HUB_FILE, revision, settings)
+            if onnx is None:
+                raise ModelError(
+                    f"{settings['endpoint']}/{repo} (revision {revision}) publishes no {FP32_HUB_FILE}"
+                    + (" in the HF cache (HF_HUB_OFFLINE=1)" if settings["offline"] else "")
+                    + ". Export the checkpoint yourself: pip install 'simkernel[export]' && "
+                    f"simkernel models export {repo} DST"
+                )
+            commit = _commit_of(onnx, revision)  # fetch the rest at exactly the same commit
+            files: dict[str, tuple[Path, str]] = {"model.onnx": (onnx, FP32_HUB_FILE)}
+            if precision == "int8":
+                for candidate in int8_candidates:
+                    cached = _fetch(repo, candidate, commit, settings)
+                    if cached is not None:
+                        files["model_int8.onnx"] = (cached, candidate)
+                        break
+                else:
+                    raise ModelError(
+                        f"{repo} (commit {commit}) publishes no int8 ONNX file (looked for {list(int8_candidates)}). "
+                        "Quantise it yourself: `simkernel models export SRC DST --precision int8`, or use precision='fp32'."
+                    )
+            data = _fetch(repo, FP32_HUB_FILE + "_data", commit, settings)  # external weights of big graphs
+            if data is not None:
+                files["model.onnx_data"] = (data, FP32_HUB_FILE + "_data")
+            for name in CONFIG_FILES:
+                cached = _fetch(repo, name, commit, settings)
+                if cached is not None:
+                    files[name] = (cached, name)
+        except ModelError:
+            raise
+        except Exception as exc:  # huggingface_hub / httpx errors, OSError: explained, never swallowed
+            raise _explain(repo, revision, settings, exc) from exc
+        missing = [name for name in REQUIRED_FILES if name not in files]
+        if missing:
+            raise ModelError(
+                f"{repo} (commit {commit}) has no {', '.join(missing)}; simkernel needs them beside the ONNX file. "
+                f"Export the checkpoint instead: simkernel models export {repo} DST"
+            )
+        staging = store.new_staging_dir(model_id)
+        try:
+            for name, (cached, _) in files.items():
+                _place(cached, staging / name)
+            _write_manifest(staging, model_id, repo, revision, commit, settings["endpoint"], files)
+            store.verify_bundle(staging)
+            return store.publish_staging(staging, model_id, replace=True)
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
+
+
+def _write_manifest(
+    folder: Path, model_id: str, repo: str, revision: str, commit: str, endpoint: str,
+    files: dict[str, tuple[Path, str]],
+) -> None:
+    import huggingface_hub
+
+    import simkernel
+    from simkernel.runtime.config import read_model_config
+
+    entries = {}
+    for name, (_, source_name) in sorted(files.items()):
+        path = folder / name
+        entry = {"bytes": path.stat().st_size, "sha256": store.file_sha256(path), "source": source_name}
+        if name == "model.onnx":
+            entry["precision"] = "fp32"
+        elif name == "model_int8.onnx":
+            entry["precision"] = "int8"
+        entries[name] = entry
+    manifest = {
+        "format": 1,
+        "id": model_id,
+        "kind": read_model_config(folder).kind,
+        "source": {"type": "hub", "repo": repo, "endpoint": endpoint, "revision": revision, "commit": commit},
+        "revision": commit,
+        "files": entries,
+        "versions": {"simkernel": simkernel.__version__, "huggingface_hub": huggingface_hub.__version__},
+    }
+    (folder / store.MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n", encoding="utf-8")

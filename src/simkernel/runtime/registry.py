@@ -1,0 +1,122 @@
+"""The models simkernel knows and recommends: frozen descriptions, one per hub repo.
+
+Unknown ids are not an error: any hub repo publishing ``onnx/model.onnx`` plus ``tokenizer.json`` works
+(:mod:`simkernel.runtime.hub`). The registry adds what the hub cannot tell before a download: a pinned
+revision, which files to fetch, and the figures to show in ``simkernel models list``.
+
+Revisions: ``all-MiniLM-L6-v2`` is pinned to commit ``c9745ed1...`` (the commit that publishes
+``onnx/model.onnx``, the one most projects pin). For the others no commit could be verified from this
+offline build machine, so they say ``"main"`` (unpinned) until a maintainer pins them; the download
+records the commit it actually got in the bundle's manifest.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+
+# Quantised ONNX files the sentence-transformers / cross-encoder repos publish, best first for x86-64
+# with AVX-512 VNNI (all are dynamic int8 quantisations that run on any CPU).
+INT8_HUB_FILES = (
+    "onnx/model_qint8_avx512_vnni.onnx",
+    "onnx/model_qint8_avx512.onnx",
+    "onnx/model_quint8_avx2.onnx",
+    "onnx/model_qint8_arm64.onnx",
+    "onnx/model_int8.onnx",
+    "onnx/model_quantized.onnx",
+)
+FP32_HUB_FILE = "onnx/model.onnx"
+# Configuration and tokenizer files a bundle keeps (whichever the repo has)
+CONFIG_FILES = (
+    "config.json",
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "special_tokens_map.json",
+    "vocab.txt",
+    "modules.json",
+    "sentence_bert_config.json",
+    "config_sentence_transformers.json",
+    "1_Pooling/config.json",
+)
+
+
+@dataclass(frozen=True)
+class KnownModel:
+    """A model simkernel knows: what it is, where it comes from, and how it embeds or scores."""
+
+    id: str
+    kind: str  # "bi-encoder" | "cross-encoder"
+    dim: int  # embedding dimension (bi-encoder) or number of labels (cross-encoder)
+    pooling: str | None  # bi-encoders: sentence-transformers pooling mode
+    normalize: bool
+    max_seq_length: int
+    hub_repo: str
+    revision: str  # a commit SHA, or "main" when unpinned (see the module docstring)
+    languages: str
+    description: str
+    onnx_file: str = FP32_HUB_FILE
+    int8_files: tuple[str, ...] = INT8_HUB_FILES
+
+    @property
+    def pinned(self) -> bool:
+        return len(self.revision) == 40 and all(c in "0123456789abcdef" for c in self.revision)
+
+
+KNOWN_MODELS: tuple[KnownModel, ...] = (
+    KnownModel(
+        id="sentence-transformers/all-MiniLM-L6-v2", kind="bi-encoder", dim=384, pooling="mean",
+        normalize=True, max_seq_length=256, hub_repo="sentence-transformers/all-MiniLM-L6-v2",
+        revision="c9745ed1d9f207416be6d2e6f8de32d1f16199bf", languages="en",
+        description="default; eval_lib's local embedding model; fast, English",
+    ),
+    KnownModel(
+        id="sentence-transformers/paraphrase-multilingual-MiniLM-L12-v2", kind="bi-encoder", dim=384,
+        pooling="mean", normalize=False, max_seq_length=128,
+        hub_repo="sentence-transformers/paraphrase-multilingual-MiniLM-L12-v2", revision="main",
+        languages="50+ incl. ru, zh", description="small multilingual paraphrase model",
+    ),
+    KnownModel(
+        id="sentence-transformers/paraphrase-multilingual-mpnet-base-v2", kind="bi-encoder", dim=768,
+        pooling="mean", normalize=False, max_seq_length=128,
+        hub_repo="sentence-transformers/paraphrase-multilingual-mpnet-base-v2", revision="main",
+        languages="50+ incl. ru, zh", description="Haystack SASEvaluator's default model; multilingual",
+    ),
+    KnownModel(
+        id="sentence-transformers/all-mpnet-base-v2", kind="bi-encoder", dim=768, pooling="mean",
+        normalize=True, max_seq_length=384, hub_repo="sentence-transformers/all-mpnet-base-v2",
+        revision="main", languages="en", description="most accurate of the all-* models; English",
+    ),
+    KnownModel(
+        id="cross-encoder/stsb-distilroberta-base", kind="cross-encoder", dim=1, pooling=None,
+        normalize=False, max_seq_length=512, hub_repo="cross-encoder/stsb-distilroberta-base",
+        revision="main", languages="en", description="STS cross-encoder: similarity in [0, 1] (sigmoid)",
+    ),
+    KnownModel(
+        id="cross-encoder/stsb-roberta-base", kind="cross-encoder", dim=1, pooling=None,
+        normalize=False, max_seq_length=512, hub_repo="cross-encoder/stsb-roberta-base",
+        revision="main", languages="en", description="STS cross-encoder, larger",
+    ),
+    KnownModel(
+        id="cross-encoder/ms-marco-MiniLM-L12-v2", kind="cross-encoder", dim=1, pooling=None,
+        normalize=False, max_seq_length=512, hub_repo="cross-encoder/ms-marco-MiniLM-L12-v2",
+        revision="main", languages="en", description="passage re-ranker (relevance, not similarity)",
+    ),
+)
+
+# Old names the hub redirects, and sentence-transformers' short names, -> registry id
+ALIASES = {
+    "cross-encoder/ms-marco-MiniLM-L-12-v2": "cross-encoder/ms-marco-MiniLM-L12-v2",
+    **{m.id.split("/", 1)[1]: m.id for m in KNOWN_MODELS if m.id.startswith("sentence-transformers/")},
+}
+
+
+def canonical_id(model_id: str) -> str:
+    """The registry id for an alias or short name (``"all-MiniLM-L6-v2"``); other ids unchanged."""
+    return ALIASES.get(model_id, model_id)
+
+
+def known_model(model_id: str) -> KnownModel | None:
+    """The registry entry of ``model_id`` (aliases accepted), or None for a model we do not list."""
+    wanted = canonical_id(model_id)
+    return next((m for m in KNOWN_MODELS if m.id == wanted), None)

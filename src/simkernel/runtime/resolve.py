@@ -1,0 +1,179 @@
+"""Turn ``model=`` into a bundle folder on disk.
+
+Tried in this order; if all fail, :class:`ModelNotFoundError` lists every attempt and why it failed:
+
+1. a local folder holding an exported bundle (``model.onnx`` or ``model_int8.onnx``, ``tokenizer.json``,
+   ``config.json``): used as is;
+2. a local sentence-transformers / transformers checkpoint folder (``config.json`` and weights): exported
+   to ONNX on first use into the store (id ``local/<folder name>-<hash of path and weights>``), which
+   needs the ``export`` extra (``pip install 'simkernel[export]'``); without it the error names that
+   command and ``simkernel models export SRC DST``;
+3. a model id already in the store (``simkernel.runtime.store.model_dir(id)``);
+4. the Hugging Face hub (:mod:`simkernel.runtime.hub`): the repo's published ONNX files.
+
+Short sentence-transformers names (``"all-MiniLM-L6-v2"``) and renamed repos resolve through the
+registry's aliases.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+from simkernel.errors import MissingDependencyError, ModelError, ModelNotFoundError
+from simkernel.runtime import store
+from simkernel.runtime.bundle import PRECISIONS, check_precision, is_bundle
+from simkernel.runtime.registry import DEFAULT_MODEL, canonical_id
+
+WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin", "model.safetensors.index.json", "pytorch_model.bin.index.json")
+
+
+def _is_checkpoint(folder: Path) -> bool:
+    return (folder / "config.json").is_file() and any((folder / w).is_file() for w in WEIGHT_FILES)
+
+
+def _looks_like_path(model: str) -> bool:
+    return model.startswith((".", "/", "~")) or os.sep in model.replace("/", "") or model.count("/") > 1
+
+
+def local_export_id(folder: Path) -> str:
+    """Store id of a local checkpoint's export: the folder name plus a hash of its path and weights."""
+    folder = folder.resolve()
+    digest = hashlib.sha256(str(folder).encode())
+    for name in WEIGHT_FILES:
+        weights = folder / name
+        if weights.is_file():
+            stat = weights.stat()
+            digest.update(f"{name}:{stat.st_size}:{stat.st_mtime_ns}".encode())
+    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in folder.name).strip("._") or "model"
+    return f"local/{safe.replace('--', '-')}-{digest.hexdigest()[:12]}"
+
+
+def _export_checkpoint(folder: Path, precision: str) -> Path:
+    """Export a local checkpoint into the store once (reused while its weights are unchanged)."""
+    model_id = local_export_id(folder)
+    dest = store.model_dir(model_id)
+    if (dest / PRECISIONS[precision]).is_file():
+        return dest
+    try:
+        from simkernel.runtime.export import export_model
+    except ImportError as exc:
+        raise MissingDependencyError(
+            f"{folder} is a checkpoint, not an ONNX bundle, and exporting it needs the export extra ({exc}). "
+            f"Install it with `pip install torch==2.13.0 'simkernel[export]'`, or export it elsewhere with "
+            f"`simkernel models export {folder} DST` and pass DST as model="
+        ) from exc
+    with store.model_lock(model_id):
+        if (dest / PRECISIONS[precision]).is_file():
+            return dest
+        staging = store.new_staging_dir(model_id)
+        try:
+            export_model(folder, staging, precision=precision)
+            store.verify_bundle(staging)
+            return store.publish_staging(staging, model_id, replace=True)
+        except BaseException:
+            import shutil
+
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
+
+
+def resolve_model(model: str | Path = DEFAULT_MODEL, precision: str = "fp32") -> Path:
+    """The bundle folder for ``model`` (see the module docstring for the order); may export or download."""
+    check_precision(precision)
+    if not isinstance(model, (str, os.PathLike)):
+        raise TypeError(f"model must be a model id or a folder path, got {type(model).__name__}")
+    attempts: list[str] = []
+    text = os.fspath(model)
+    path = Path(text).expanduser()
+
+    if path.is_dir():
+        if is_bundle(path):
+            return path
+        attempts.append(f"local folder {path}: no bundle (needs model.onnx, tokenizer.json, config.json)")
+        if _is_checkpoint(path):
+            return _export_checkpoint(path, precision)
+        attempts.append(f"local folder {path}: no checkpoint either (needs config.json and {WEIGHT_FILES[0]})")
+        raise ModelNotFoundError(_message(text, attempts))
+    if isinstance(model, os.PathLike) or _looks_like_path(text):
+        attempts.append(f"local folder {path}: does not exist")
+        raise ModelNotFoundError(_message(text, attempts))
+    attempts.append(f"local folder {path}: does not exist")
+
+    model_id = canonical_id(text)
+    try:
+        folder = store.model_dir(model_id)
+    except ModelError as exc:
+        attempts.append(f"store: {exc}")
+        raise ModelNotFoundError(_message(text, attempts)) from None
+    if store.is_installed(model_id):
+        if (folder / PRECISIONS[precision]).is_file():
+            return folder
+        attempts.append(f"store {folder}: has no {PRECISIONS[precision]}")
+    else:
+        attempts.append(f"store {folder}: not there (SIMKERNEL_HOME={store.store_root()})")
+
+    from simkernel.runtime.hub import download_bundle
+
+    try:
+        return download_bundle(model_id, precision=precision)
+    except ModelError as exc:
+        attempts.append(f"hub: {exc}")
+    raise ModelNotFoundError(_message(text, attempts))
+
+
+def _message(model: str, attempts: list[str]) -> str:
+    lines = "\n".join(f"  - {a}" for a in attempts)
+    fix = (
+        "Run `simkernel models prepare` to build the default model offline"
+        if canonical_id(model) == DEFAULT_MODEL
+        else f"Export a checkpoint with `simkernel models export SRC DST` and pass DST, or check the id {model!r}"
+    )
+    return f"cannot find model {model!r}; tried:\n{lines}\n{fix}."
+
+
+def model_architectures(model: str | Path = DEFAULT_MODEL) -> list[str]:
+    """``config.json`` ``architectures`` of the model ``model`` names, without loading it.
+
+    A local folder (bundle or checkpoint) or a store entry is read directly; otherwise only
+    ``config.json`` is fetched from the hub. Used to choose bi- vs cross-encoder as Haystack does.
+    """
+    from simkernel.runtime.config import read_model_config
+
+    text = os.fspath(model)
+    path = Path(text).expanduser()
+    if path.is_dir():
+        return list(read_model_config(path).architectures)
+    if isinstance(model, os.PathLike) or _looks_like_path(text):
+        raise ModelNotFoundError(f"cannot find model {text!r}: local folder {path} does not exist")
+    model_id = canonical_id(text)
+    folder = store.model_dir(model_id)
+    if (folder / "config.json").is_file():
+        return list(read_model_config(folder).architectures)
+    return _hub_architectures(model_id)
+
+
+def _hub_architectures(model_id: str) -> list[str]:
+    from simkernel.runtime.config import read_json
+    from simkernel.runtime.hub import _explain, _fetch, hub_settings
+    from simkernel.runtime.registry import known_model
+
+    known = known_model(model_id)
+    repo = known.hub_repo if known else model_id
+    revision = known.revision if known else "main"
+    settings = hub_settings()
+    try:
+        cached = _fetch(repo, "config.json", revision, settings)
+    except Exception as exc:
+        raise ModelNotFoundError(
+            f"cannot find model {model_id!r}: not in the store ({folder_hint(model_id)}) and "
+            f"{_explain(repo, revision, settings, exc)}"
+        ) from exc
+    if cached is None:
+        raise ModelNotFoundError(f"cannot find model {model_id!r}: {repo} has no config.json")
+    return list(read_json(cached).get("architectures") or [])
+
+
+def folder_hint(model_id: str) -> str:
+    return str(store.model_dir(model_id))

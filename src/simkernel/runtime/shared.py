@@ -1,0 +1,67 @@
+"""Process-wide shared encoders: metrics and evaluators asking for the same model share one instance.
+
+Keyed by the resolved bundle folder, precision, threads and providers, so ``"all-MiniLM-L6-v2"`` and
+``"sentence-transformers/all-MiniLM-L6-v2"`` (or the bundle's path) share one loaded model.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+
+from simkernel.runtime.registry import DEFAULT_MODEL
+
+_LOCK = threading.Lock()
+_INSTANCES: dict[tuple, object] = {}
+
+
+def _key(kind: str, model: str | Path, precision: str, threads: int | None, providers) -> tuple:
+    from simkernel.runtime.resolve import resolve_model
+
+    folder = resolve_model(model, precision=precision)
+    return (kind, str(Path(folder).resolve()), precision, threads, tuple(providers or ()))
+
+
+def get_text_encoder(
+    model: str | Path = DEFAULT_MODEL,
+    precision: str = "fp32",
+    threads: int | None = None,
+    providers: list[str] | None = None,
+):
+    """The shared :class:`~simkernel.runtime.text_encoder.TextEncoder` for these settings (created once)."""
+    from simkernel.runtime.text_encoder import TextEncoder
+
+    key = _key("text", model, precision, threads, providers)
+    with _LOCK:
+        instance = _INSTANCES.get(key)
+        if instance is None:
+            instance = TextEncoder(key[1], precision=precision, threads=threads, providers=providers)
+            instance.model = os.fspath(model)
+            _INSTANCES[key] = instance
+        return instance
+
+
+def get_cross_encoder(
+    model: str | Path,
+    precision: str = "fp32",
+    threads: int | None = None,
+    providers: list[str] | None = None,
+):
+    """The shared :class:`~simkernel.runtime.cross_encoder.CrossEncoder` for these settings (created once)."""
+    from simkernel.runtime.cross_encoder import CrossEncoder
+
+    key = _key("cross", model, precision, threads, providers)
+    with _LOCK:
+        instance = _INSTANCES.get(key)
+        if instance is None:
+            instance = CrossEncoder(key[1], precision=precision, threads=threads, providers=providers)
+            instance.model = os.fspath(model)
+            _INSTANCES[key] = instance
+        return instance
+
+
+def clear_shared_instances() -> None:
+    """Forget every shared instance (they are freed once no caller holds them)."""
+    with _LOCK:
+        _INSTANCES.clear()

@@ -1,0 +1,156 @@
+"""``TextEncoder``: sentence embeddings of a bi-encoder on onnxruntime, matching sentence-transformers."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+
+import numpy as np
+
+from simkernel.errors import ModelError
+from simkernel.runtime.bundle import check_precision, onnx_file, session_optimization
+from simkernel.runtime.config import ModelConfig, read_model_config
+from simkernel.runtime.embedding_cache import EmbeddingCache
+from simkernel.runtime.inputs import check_batch_size, check_texts
+from simkernel.runtime.pooling import l2_normalize, pool
+from simkernel.runtime.registry import DEFAULT_MODEL
+from simkernel.runtime.session import TOKEN_EMBEDDING_OUTPUTS, OnnxEncoderSession
+from simkernel.runtime.tokenizer import TextTokenizer
+
+DEFAULT_CACHE_SIZE = 10_000
+
+
+class TextEncoder:
+    """Embed texts with a sentence-transformers bi-encoder exported to ONNX (no torch at run time).
+
+    Args:
+        model: a bundle folder, a checkpoint folder (exported on first use), a model id in the store,
+            or a hub repo id; see :func:`simkernel.runtime.resolve.resolve_model` for the order.
+        precision: ``"fp32"`` (``model.onnx``) or ``"int8"`` (``model_int8.onnx``; dynamic int8 trades
+            some accuracy for ~2x speed, see benchmarks/README.md).
+        threads: onnxruntime intra-op threads (None: one per physical core).
+        providers: onnxruntime execution providers (default CPU), checked against those available.
+        cache_size: entries of the LRU embedding cache shared by all calls (text -> vector;
+            0 disables it). A repeated text is served from the cache: ~4 x dim bytes per entry.
+
+    The pipeline is sentence-transformers': tokenization truncated at ``max_seq_length``, pooling per
+    ``1_Pooling/config.json``, L2 normalisation when ``modules.json`` has a Normalize module. Thread-safe:
+    many threads may call :meth:`encode` on one instance.
+    """
+
+    def __init__(
+        self,
+        model: str | Path = DEFAULT_MODEL,
+        precision: str = "fp32",
+        threads: int | None = None,
+        providers: list[str] | None = None,
+        cache_size: int = DEFAULT_CACHE_SIZE,
+    ) -> None:
+        from simkernel.runtime.resolve import resolve_model
+
+        check_precision(precision)
+        self._cache = EmbeddingCache(cache_size)
+        folder = resolve_model(model, precision=precision)
+        config = read_model_config(folder)
+        if config.kind != "bi-encoder":
+            raise ModelError(
+                f"{model!r} is a cross-encoder (architectures {list(config.architectures)}): it scores pairs and "
+                "gives no embeddings; use simkernel.CrossEncoder for it"
+            )
+        if config.unsupported_modules:
+            raise ModelError(
+                f"{model!r} has sentence-transformers modules {list(config.unsupported_modules)} that simkernel "
+                "does not run (only Transformer, Pooling, Normalize); its embeddings would be wrong"
+            )
+        path = onnx_file(folder, precision)
+        self._session = OnnxEncoderSession(
+            path, TOKEN_EMBEDDING_OUTPUTS, threads=threads, providers=providers,
+            optimization=session_optimization(folder, path.name),
+        )
+        self._tokenizer = TextTokenizer(
+            folder / "tokenizer.json",
+            max_length=config.max_seq_length,
+            pad_token=config.pad_token,
+            pad_token_id=config.pad_token_id,
+            lowercase=config.do_lower_case,
+            padding_side=config.padding_side,
+        )
+        self.model = str(model)
+        self.model_path = folder
+        self.precision = precision
+        self.threads = threads
+        self.config: ModelConfig = config
+        self._dim = config.dim
+
+    @property
+    def dim(self) -> int:
+        """Dimension of the embeddings."""
+        if self._dim is None:
+            self._dim = int(self._embed(["dim probe"], 1).shape[1])
+        return self._dim
+
+    @property
+    def max_seq_length(self) -> int:
+        """Longest input in tokens (special tokens included); longer texts are truncated."""
+        return self._tokenizer.max_length
+
+    @property
+    def cache(self) -> EmbeddingCache:
+        return self._cache
+
+    def __repr__(self) -> str:
+        return (
+            f"TextEncoder(model={self.model!r}, precision={self.precision!r}, dim={self._dim}, "
+            f"max_seq_length={self.max_seq_length}, path={str(self.model_path)!r})"
+        )
+
+    def encode(self, texts: Iterable[str], batch_size: int = 32, normalize: bool = True) -> np.ndarray:
+        """Embeddings of ``texts``, float32 (n, dim), in the input order.
+
+        Identical texts are embedded once per call (and served from the cache across calls); the
+        texts are batched by token length (less padding) and the order restored. ``normalize=True``
+        L2-normalises the rows (``x / max(||x||, 1e-12)``); ``False`` returns what the model's
+        sentence-transformers pipeline gives (already unit-length when it has a Normalize module).
+        """
+        items = check_texts(texts)
+        check_batch_size(batch_size)
+        if not items:
+            return np.empty((0, self.dim), dtype=np.float32)
+        slots: dict[str, int] = {}
+        inverse = np.fromiter((slots.setdefault(t, len(slots)) for t in items), dtype=np.int64, count=len(items))
+        unique = list(slots)
+        cached = self._cache.get_many(unique)
+        missing = [i for i, v in enumerate(cached) if v is None]
+        fresh = self._embed([unique[i] for i in missing], batch_size) if missing else None
+        width = fresh.shape[1] if fresh is not None else next(v for v in cached if v is not None).shape[0]
+        vectors = np.empty((len(unique), width), dtype=np.float32)
+        for i, vector in enumerate(cached):
+            if vector is not None:
+                vectors[i] = vector
+        if fresh is not None:
+            vectors[missing] = fresh
+            self._cache.put_many([unique[i] for i in missing], fresh)
+        out = vectors[inverse]
+        return l2_normalize(out) if normalize else out
+
+    def _embed(self, texts: list[str], batch_size: int) -> np.ndarray:
+        """Run the model on distinct texts: length-sorted batches, pooled (and normalised if the model says so)."""
+        encodings = self._tokenizer.encode(texts)
+        order = np.argsort(np.fromiter((len(e.ids) for e in encodings), dtype=np.int64), kind="stable")
+        out: np.ndarray | None = None
+        for start in range(0, len(order), batch_size):
+            rows = order[start : start + batch_size]
+            batch = self._tokenizer.pad_batch([encodings[i] for i in rows])
+            tokens = self._session.run(batch.input_ids, batch.attention_mask, batch.token_type_ids)
+            if tokens.ndim != 3:
+                raise ModelError(
+                    f"{self._session.path} returned an output of shape {tokens.shape}, not token embeddings "
+                    "(batch, seq, hidden); re-export it with `simkernel models export SRC DST`"
+                )
+            pooled = pool(tokens, batch.attention_mask, self.config.pooling)
+            if self.config.normalize:
+                pooled = l2_normalize(pooled)
+            if out is None:
+                out = np.empty((len(texts), pooled.shape[1]), dtype=np.float32)
+            out[rows] = pooled
+        return out  # type: ignore[return-value]  # texts is never empty here
