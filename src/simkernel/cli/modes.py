@@ -42,6 +42,36 @@ def make_scorer(args: argparse.Namespace) -> Scorer:
     return ReferenceScorer(model, precision, batch_size, args.threads, args.aggregation or "max")
 
 
+def _non_latin(text: str) -> bool:
+    """Whether ``text`` has a letter outside the Latin script (Cyrillic, CJK, Greek, Arabic, ...)."""
+    return any(ch.isalpha() and ord(ch) > 0x24F for ch in text)
+
+
+def english_only_note(model: str, predicted: Sequence[str], targets: Sequence[Any]) -> str | None:
+    """A warning when an English-only model of the registry scores rows holding non-Latin text.
+
+    Such a model (all-MiniLM-L6-v2) splits Russian or Chinese into single characters, so those scores
+    say little about meaning (unrelated Russian answers still score 0.5 to 0.7).
+    """
+    from simkernel.runtime.registry import known_model
+
+    known = known_model(model)
+    if known is None or known.languages != "en":
+        return None
+    rows = sum(
+        1
+        for text, target in zip(predicted, targets, strict=True)
+        if _non_latin(text) or any(_non_latin(t) for t in ([target] if isinstance(target, str) else target))
+    )
+    if not rows:
+        return None
+    return (
+        f"{rows} row(s) hold non-Latin text (e.g. Russian, Chinese) but {known.id} is English-only: it splits "
+        "such text into characters and those scores are not meaningful; use a multilingual model such as "
+        "--model sentence-transformers/paraphrase-multilingual-MiniLM-L12-v2"
+    )
+
+
 class SasScorer:
     """Semantic answer similarity through ``SASEvaluator`` (bi-encoder cosine, or a cross-encoder's score)."""
 
@@ -88,38 +118,37 @@ class ExactScorer:
 
 
 class ReferenceScorer:
-    """eval_lib's reference match through :mod:`simkernel.metrics`: the predicted text against each of its
-    references, cosine clamped to [0, 1], then max or mean; a row without references scores 0.0."""
+    """eval_lib's reference match on the metrics' own code: the predicted text against each of its
+    references, cosine clamped to [0, 1], then max or mean (``simkernel.metrics.scoring.score_groups``, the
+    function ``ReferenceMatchMetric`` and ``evaluate`` score with), embeddings from the metrics' "local"
+    provider; a row without references scores 0.0, as the metric's no-references result."""
 
     def __init__(self, model: str, precision: str, batch_size: int, threads: int | None, aggregation: str) -> None:
-        self.model = model
-        self.precision = precision
-        self.batch_size = batch_size
-        self.threads = threads
+        from simkernel.metrics.embedding_providers import LocalEmbeddingProvider
+
+        self.provider = LocalEmbeddingProvider(model, precision=precision, threads=threads, batch_size=batch_size)
         self.aggregation = aggregation
-        self.description = f"mode reference ({aggregation}), model {model} ({precision})"
+        self.description = f"mode reference ({aggregation}), model {self.provider.model_id} ({precision})"
         self.notes: list[str] = []
         self._no_references = 0
-        self._encoder: Any = None
 
     def load(self) -> None:
-        from simkernel.runtime import get_text_encoder
-
-        options: dict[str, Any] = {"precision": self.precision}
-        if self.threads is not None:
-            options["threads"] = self.threads
-        self._encoder = get_text_encoder(self.model, **options)
+        self.provider.encoder  # noqa: B018 - loads the shared model now, so its time is reported apart
 
     def score(self, predicted: Sequence[str], targets: Sequence[Any]) -> list[float]:
-        from simkernel.metrics.reference_match import reference_match_scores
+        import numpy as np
 
-        self._no_references += sum(1 for refs in targets if not refs)
+        from simkernel.metrics.scoring import score_groups
+
+        n = len(predicted)
+        references = [text for refs in targets for text in refs]
+        offsets = np.concatenate(([0], np.cumsum([len(refs) for refs in targets]))).astype(np.int64)
+        # one encoder call for the chunk: the encoder embeds each distinct text once
+        embeddings = self.provider.embed_sync([*predicted, *references])
+        scores = score_groups(
+            embeddings, np.arange(n), n + np.arange(len(references)), offsets, self.aggregation
+        ).scores
+        self._no_references += int(np.count_nonzero(np.diff(offsets) == 0))
         if self._no_references:
-            self.notes[:] = [
-                f"{self._no_references} row(s) had no references and scored 0.0 (as eval_lib does)"
-            ]
-        scores = reference_match_scores(
-            list(predicted), [list(refs) for refs in targets], encoder=self._encoder,
-            aggregation=self.aggregation, batch_size=self.batch_size,
-        )
+            self.notes[:] = [f"{self._no_references} row(s) had no references and scored 0.0, as eval_lib does"]
         return [float(s) for s in scores]

@@ -17,7 +17,8 @@ from typing import Any
 
 from simkernel.cli.errors import DataError, UsageError
 from simkernel.cli.io import Table, format_of, read_table, write_table
-from simkernel.cli.modes import Scorer, make_scorer
+from simkernel.cli.modes import Scorer, english_only_note, make_scorer
+from simkernel.cli.parser import DEFAULT_MODEL
 from simkernel.cli.progress import ProgressBar
 from simkernel.cli.summary import Summary, summarize
 
@@ -71,13 +72,20 @@ def run_score(args: argparse.Namespace) -> int:
         elapsed_s=time.perf_counter() - started,
         load_s=load_s,
         output=args.output,
-        notes=scorer.notes,
+        notes=[*scorer.notes, *_language_notes(args, inputs)],
     )
     if args.summary_json:
         write_summary_json(summary, args.summary_json)
     if not args.quiet:
         summary.print()
     return 0
+
+
+def _language_notes(args: argparse.Namespace, inputs: Inputs) -> list[str]:
+    if args.mode == "exact":
+        return []
+    note = english_only_note(args.model or DEFAULT_MODEL, inputs.predicted, inputs.targets)
+    return [note] if note else []
 
 
 def _check_options(args: argparse.Namespace) -> None:

@@ -1,0 +1,160 @@
+"""``simkernel models list | prepare [ID] | export SRC DST | info ID``: the model store from the shell.
+
+Each action is a thin wrapper over the runtime: the registry (:mod:`simkernel.runtime.registry`), the
+store (:mod:`simkernel.runtime.store`), the offline preparation (:mod:`simkernel.runtime.prepare`) and
+the exporter (:mod:`simkernel.runtime.export`). Results go to stdout; errors are one line (exit 1).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from simkernel.cli.errors import DataError
+
+
+def run_models(args: argparse.Namespace) -> int:
+    action = {"list": _list, "prepare": _prepare, "export": _export, "info": _info}[args.models_command]
+    action(args)
+    return 0
+
+
+def _list(args: argparse.Namespace) -> None:
+    from simkernel.runtime import store
+    from simkernel.runtime.registry import DEFAULT_MODEL, KNOWN_MODELS, canonical_id
+
+    stored = {canonical_id(m.id): m for m in store.list_models()}
+    rows = [("model", "kind", "dim", "languages", "in store", "notes")]
+    for known in KNOWN_MODELS:
+        entry = stored.pop(known.id, None)
+        note = ("default; " if known.id == DEFAULT_MODEL else "") + known.description.removeprefix("default; ")
+        rows.append((known.id, known.kind, str(known.dim), known.languages, _precisions(entry), note))
+    for model_id, entry in sorted(stored.items()):
+        rows.append((model_id, "?", "", "", _precisions(entry), "in the store, not in the registry"))
+    _print_table(rows)
+    print(f"\nstore: {store.store_root() / 'models'}   (set SIMKERNEL_HOME to move it)")
+    print("prepare the default offline: simkernel models prepare; others: simkernel models prepare ID "
+          "(needs the hub) or simkernel models export CHECKPOINT DIR")
+
+
+def _precisions(entry: Any) -> str:
+    if entry is None:
+        return "-"
+    names = set(entry.onnx_files)
+    found = [p for p, f in (("fp32", "model.onnx"), ("int8", "model_int8.onnx")) if f in names]
+    return "+".join(found) or ", ".join(sorted(names)) or "incomplete"
+
+
+def _print_table(rows: list[tuple[str, ...]]) -> None:
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
+    for row in rows:
+        cells = [cell.ljust(width) for cell, width in zip(row, widths, strict=False)]
+        print("  ".join([*cells, row[-1]]).rstrip())
+
+
+def _prepare(args: argparse.Namespace) -> None:
+    from simkernel.runtime import prepare
+    from simkernel.runtime.registry import DEFAULT_MODEL, canonical_id
+
+    model = canonical_id(args.model) if args.model else DEFAULT_MODEL
+    if model == DEFAULT_MODEL:
+        folder = prepare.prepare_default_model(force=args.force)
+    else:
+        folder = prepare.prepare_model(model, force=args.force)
+    print(f"{model}: ready in {folder}")
+    _print_files(Path(folder))
+
+
+def _export(args: argparse.Namespace) -> None:
+    from simkernel.runtime.export import export_model
+
+    src = Path(args.src)
+    if not src.is_dir():
+        raise DataError(f"SRC {args.src!r} is not a folder; give a sentence-transformers or transformers checkpoint")
+    folder = export_model(src, Path(args.dst), precision=args.precision)
+    print(f"exported {src} to {folder}")
+    _print_files(Path(folder))
+    print(f"use it with --model {folder}, or TextEncoder({str(folder)!r})")
+
+
+def _info(args: argparse.Namespace) -> None:
+    from simkernel.runtime import store
+    from simkernel.runtime.config import read_model_config
+    from simkernel.runtime.registry import canonical_id, known_model
+
+    folder = Path(args.model)
+    model_id = args.model
+    if not folder.is_dir():
+        model_id = canonical_id(args.model)
+        folder = store.model_dir(model_id)
+    known = known_model(model_id)
+    if not folder.is_dir():
+        if known is None:
+            raise DataError(
+                f"{args.model!r} is neither a folder nor a model in the store ({store.store_root() / 'models'}); "
+                "see simkernel models list"
+            )
+        print(f"id           {known.id}")
+        print(f"kind         {known.kind}, dim {known.dim}, pooling {known.pooling}, max length {known.max_seq_length}")
+        print(f"languages    {known.languages}")
+        print(f"hub          {known.hub_repo} @ {known.revision}")
+        print(f"in store     no: simkernel models prepare {known.id}")
+        return
+    config = read_model_config(folder)
+    manifest = _manifest(folder / store.MANIFEST)
+    print(f"id           {manifest.get('id', model_id)}")
+    print(f"folder       {folder}")
+    if config.is_cross_encoder:
+        print(f"kind         cross-encoder, {config.num_labels} label(s), activation {config.activation}")
+    else:
+        print(f"kind         bi-encoder, dim {config.dim}, pooling {config.pooling}, "
+              f"normalize {'yes' if config.normalize else 'no'}")
+    print(f"max length   {config.max_seq_length} tokens{', lower-cased' if config.do_lower_case else ''}")
+    if known is not None:
+        print(f"languages    {known.languages}")
+    source = manifest.get("source")
+    if source:
+        print(f"source       {_compact(source)}")
+    _print_files(folder, manifest)
+    for key in ("parity", "export"):
+        if manifest.get(key):
+            print(f"{key:<12} {_compact(manifest[key])}")
+
+
+def _manifest(path: Path) -> dict[str, Any]:
+    if not path.is_file():
+        return {}
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise DataError(f"{path} is not readable JSON ({exc}); re-prepare or re-export the model") from None
+    return data if isinstance(data, dict) else {}
+
+
+def _print_files(folder: Path, manifest: dict[str, Any] | None = None) -> None:
+    from simkernel.runtime import store
+
+    if manifest is None:
+        manifest = _manifest(folder / store.MANIFEST)
+    listed = manifest.get("files") or {}
+    if isinstance(listed, list):
+        listed = {str(f.get("path") or f.get("name")): f for f in listed if isinstance(f, dict)}
+    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+        name = path.relative_to(folder).as_posix()
+        meta = listed.get(name, {})
+        extra = f"  {meta['precision']}" if meta.get("precision") else ""
+        print(f"  {name:<36} {_size(path.stat().st_size):>9}{extra}")
+
+
+def _size(n: int) -> str:
+    for unit in ("B", "KB", "MB", "GB"):
+        if n < 1024 or unit == "GB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return str(n)  # pragma: no cover
+
+
+def _compact(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, sort_keys=True)
