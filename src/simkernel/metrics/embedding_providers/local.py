@@ -1,0 +1,82 @@
+"""The "local" embedding provider: the package's ONNX ``TextEncoder`` instead of sentence-transformers.
+
+Every provider (hence every metric instance) with the same model, precision and threads shares ONE
+loaded model through :func:`simkernel.runtime.get_text_encoder`; creating a metric loads nothing, the
+model loads on the first ``embed``. The cost is always 0.0.
+
+Model names are read the way sentence-transformers reads them (eval_lib hands ``model_name`` to
+``SentenceTransformer``): ``None`` means eval_lib's default ``"all-MiniLM-L6-v2"``, and a bare name
+without ``/`` that is not an existing folder is a sentence-transformers model, so ``"all-MiniLM-L6-v2"``
+becomes ``"sentence-transformers/all-MiniLM-L6-v2"``. Anything else (``org/name`` ids, folder paths) is
+passed to the runtime as given.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from simkernel.metrics.embedding_providers.base import EmbeddingProvider, run_blocking
+
+if TYPE_CHECKING:  # pragma: no cover
+    from simkernel.runtime.text_encoder import TextEncoder
+
+DEFAULT_LOCAL_MODEL = "all-MiniLM-L6-v2"
+
+
+def resolve_local_model_id(model_name: str | None) -> str:
+    """The runtime model id or path for an eval_lib ``model_name`` (see the module docstring)."""
+    name = DEFAULT_LOCAL_MODEL if model_name is None else model_name
+    if not isinstance(name, str) or not name.strip():
+        raise ValueError(f"model_name must be a non-empty string (a model id or a folder), got {name!r}")
+    if "/" not in name and "\\" not in name and not os.path.exists(name):
+        return f"sentence-transformers/{name}"
+    return name
+
+
+class LocalEmbeddingProvider(EmbeddingProvider):
+    """Embeddings from a local ONNX bi-encoder (float32, pooled as sentence-transformers pools them).
+
+    ``precision`` ("fp32" or "int8"), ``threads`` (onnxruntime intra-op threads, None = runtime's
+    default) and ``batch_size`` (texts per forward pass) go to the runtime.
+    """
+
+    def __init__(
+        self,
+        model_name: str | None = DEFAULT_LOCAL_MODEL,
+        *,
+        precision: str = "fp32",
+        threads: int | None = None,
+        batch_size: int = 32,
+    ) -> None:
+        self.model_name = model_name if model_name is not None else DEFAULT_LOCAL_MODEL
+        self.model_id = resolve_local_model_id(model_name)
+        self.precision = precision
+        self.threads = threads
+        self.batch_size = batch_size
+        self._encoder: TextEncoder | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def encoder(self) -> TextEncoder:
+        """The shared ``TextEncoder`` (loaded on first access, then reused by every provider)."""
+        if self._encoder is None:
+            with self._lock:
+                if self._encoder is None:
+                    from simkernel.runtime import get_text_encoder
+
+                    self._encoder = get_text_encoder(self.model_id, precision=self.precision, threads=self.threads)
+        return self._encoder
+
+    def embed_sync(self, texts: list[str]) -> np.ndarray:
+        """``(len(texts), dim)`` float32 embeddings, in the order of ``texts`` (blocking)."""
+        return self.encoder.encode(list(texts), batch_size=self.batch_size, normalize=False)
+
+    async def embed(self, texts: list[str]) -> tuple[np.ndarray, float]:
+        return await run_blocking(self.embed_sync, texts), 0.0
+
+    def __repr__(self) -> str:
+        return f"LocalEmbeddingProvider(model_name={self.model_name!r}, precision={self.precision!r})"
