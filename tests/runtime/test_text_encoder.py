@@ -1,0 +1,240 @@
+"""TextEncoder against sentence-transformers on the same checkpoint, and its behaviour contract."""
+
+from __future__ import annotations
+
+import random
+import shutil
+import threading
+
+import numpy as np
+import pytest
+
+from simkernel.errors import ModelError
+from simkernel.runtime import TextEncoder
+
+from runtime_helpers import LONG_TEXT, SPECIAL_TEXTS, cosine_rows
+
+
+def test_matches_sentence_transformers(encoder, st_model, probe_texts):
+    ours = encoder.encode(probe_texts)
+    reference = st_model.encode(probe_texts, batch_size=32, convert_to_numpy=True)
+    assert ours.dtype == np.float32 and ours.shape == reference.shape == (len(probe_texts), 384)
+    cos = cosine_rows(ours, reference)
+    assert cos.min() >= 0.99999, (cos.min(), probe_texts[int(cos.argmin())][:80])
+    np.testing.assert_allclose(ours, reference, atol=2e-5)
+
+
+def test_special_texts_each_match(encoder, st_model):
+    # empty, whitespace, long (truncated at 256 tokens, not 128), Russian, Chinese, one by one
+    for text in SPECIAL_TEXTS:
+        ours = encoder.encode([text])
+        reference = st_model.encode([text], convert_to_numpy=True)
+        assert cosine_rows(ours, reference)[0] >= 0.99999, text[:40]
+
+
+def test_long_text_is_truncated_at_max_seq_length(encoder, st_model):
+    assert encoder.max_seq_length == st_model.max_seq_length == 256
+    longer = LONG_TEXT + " and many more words" * 500
+    a, b = encoder.encode([LONG_TEXT, longer])
+    # both exceed 256 tokens and share the first 256: identical embeddings after truncation
+    np.testing.assert_allclose(a, b, atol=1e-6)
+
+
+def test_haystack_fixture_scores(encoder, haystack_fixture):
+    triples = haystack_fixture["triples"]
+    gt = encoder.encode([t["ground_truth"] for t in triples])
+    pred = encoder.encode([t["predicted"] for t in triples])
+    scores = cosine_rows(gt, pred)
+    expected = np.array([t["individual_score"] for t in triples])
+    np.testing.assert_allclose(scores, expected, atol=haystack_fixture["recommended_atol"])
+
+
+def test_normalize_flag(encoder, st_model):
+    texts = ["hello", "Привет", ""]
+    raw = encoder.encode(texts, normalize=False)
+    reference = st_model.encode(texts, convert_to_numpy=True)  # the model has a Normalize module
+    np.testing.assert_allclose(raw, reference, atol=2e-5)
+    np.testing.assert_allclose(np.linalg.norm(encoder.encode(texts), axis=1), 1.0, atol=1e-6)
+
+
+def test_empty_list_and_dim(encoder):
+    out = encoder.encode([])
+    assert out.shape == (0, 384) and out.dtype == np.float32
+    assert encoder.dim == 384
+
+
+def test_duplicates_embedded_once_and_order_restored(default_bundle, sas_texts):
+    enc = TextEncoder(default_bundle, cache_size=0, threads=2)
+    base = sas_texts[:50]
+    texts = base + base[::-1] + base[:10]
+    calls = []
+    original = enc._session.run
+
+    def counting_run(ids, mask, types):
+        calls.append(ids.shape[0])
+        return original(ids, mask, types)
+
+    enc._session.run = counting_run
+    out = enc.encode(texts, batch_size=8)
+    assert sum(calls) == len(set(texts))  # each distinct text went through the model once
+    unique = enc.encode(base, batch_size=8)
+    index = {t: i for i, t in enumerate(base)}
+    np.testing.assert_array_equal(out, unique[[index[t] for t in texts]])
+
+
+def test_result_independent_of_order_and_batch_size(encoder, sas_texts):
+    texts = sas_texts[:120]
+    reference = encoder.encode(texts, batch_size=32)
+    shuffled = list(range(len(texts)))
+    random.Random(0).shuffle(shuffled)
+    fresh = TextEncoder(encoder.model_path, cache_size=0, threads=2)
+    for batch_size in (1, 7, 64):
+        out = fresh.encode([texts[i] for i in shuffled], batch_size=batch_size)
+        np.testing.assert_allclose(out, reference[shuffled], atol=2e-6)
+
+
+def test_cache_serves_repeats_across_calls(default_bundle):
+    enc = TextEncoder(default_bundle, cache_size=3, threads=2)
+    first = enc.encode(["a", "b", "c"])
+    assert len(enc.cache) == 3 and enc.cache.hits == 0
+    again = enc.encode(["c", "b", "d"])  # c, b from the cache; d evicts the least recently used (a)
+    assert enc.cache.hits == 2
+    np.testing.assert_array_equal(again[:2], first[[2, 1]])
+    enc.encode(["a"])
+    assert enc.cache.hits == 2  # "a" had been evicted
+    disabled = TextEncoder(default_bundle, cache_size=0, threads=2)
+    disabled.encode(["a", "a"])
+    assert len(disabled.cache) == 0
+    with pytest.raises(ValueError, match="cache_size"):
+        TextEncoder(default_bundle, cache_size=-1)
+
+
+def test_cached_vectors_cannot_be_corrupted_by_callers(default_bundle):
+    enc = TextEncoder(default_bundle, threads=2)
+    first = enc.encode(["stable text"], normalize=False)
+    first[:] = 0.0  # callers own their arrays
+    again = enc.encode(["stable text"], normalize=False)
+    assert np.abs(again).sum() > 0
+
+
+def test_many_threads_share_one_encoder(default_bundle, sas_texts):
+    enc = TextEncoder(default_bundle, threads=1, cache_size=0)
+    chunks = [sas_texts[i * 40 : (i + 1) * 40] for i in range(8)]
+    expected = [enc.encode(c) for c in chunks]
+    results: dict[int, np.ndarray] = {}
+    errors: list[BaseException] = []
+
+    def work(i):
+        try:
+            for _ in range(3):
+                results[i] = enc.encode(chunks[i], batch_size=16)
+        except BaseException as exc:  # collected and re-raised in the main thread
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    for i in range(8):
+        np.testing.assert_allclose(results[i], expected[i], atol=2e-6)
+
+
+def test_threads_with_cache_enabled(default_bundle, sas_texts):
+    enc = TextEncoder(default_bundle, threads=1, cache_size=50)
+    texts = sas_texts[:100]
+    expected = TextEncoder(default_bundle, cache_size=0, threads=1).encode(texts)
+    errors: list[BaseException] = []
+
+    def work(seed):
+        try:
+            rng = random.Random(seed)
+            for _ in range(5):
+                idx = rng.sample(range(len(texts)), 30)
+                np.testing.assert_allclose(enc.encode([texts[i] for i in idx]), expected[idx], atol=2e-6)
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(s,)) for s in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors[0]
+    assert len(enc.cache) <= 50
+
+
+@pytest.mark.parametrize(
+    ("bad", "index", "type_name"),
+    [(["ok", None], 1, "NoneType"), ([3, "ok"], 0, "int"), (["a", "b", b"bytes"], 2, "bytes"),
+     (["a", 1.5], 1, "float")],
+)
+def test_non_str_items_name_the_index(encoder, bad, index, type_name):
+    with pytest.raises(TypeError, match=rf"texts\[{index}\] is {type_name}"):
+        encoder.encode(bad)
+
+
+def test_bad_arguments(encoder):
+    with pytest.raises(TypeError, match="single str"):
+        encoder.encode("a bare string")
+    with pytest.raises(TypeError):
+        encoder.encode(None)
+    with pytest.raises(ValueError, match="batch_size"):
+        encoder.encode(["a"], batch_size=0)
+    with pytest.raises(ValueError, match="precision"):
+        TextEncoder(encoder.model_path, precision="fp16")
+    with pytest.raises(ValueError, match="threads"):
+        TextEncoder(encoder.model_path, threads=0)
+    with pytest.raises(ValueError, match="not available"):
+        TextEncoder(encoder.model_path, providers=["NoSuchExecutionProvider"])
+
+
+def test_generators_and_numpy_strings_accepted(encoder):
+    texts = ["one", "two"]
+    expected = encoder.encode(texts)
+    np.testing.assert_array_equal(encoder.encode(t for t in texts), expected)
+    np.testing.assert_array_equal(encoder.encode(np.array(texts)), expected)
+
+
+def _copy_bundle(src, dst):
+    shutil.copytree(src, dst, ignore=shutil.ignore_patterns("model_int8.onnx"))
+    return dst
+
+
+def test_missing_model_file_names_file_and_fix(default_bundle, tmp_path):
+    folder = _copy_bundle(default_bundle, tmp_path / "bundle")
+    (folder / "model.onnx").unlink()
+    (folder / "model_int8.onnx").write_bytes(b"")  # still a bundle folder (has an .onnx)
+    with pytest.raises(ModelError, match=r"model\.onnx is missing.*simkernel models"):
+        TextEncoder(folder)
+
+
+def test_corrupt_model_file_names_file_and_fix(default_bundle, tmp_path):
+    folder = _copy_bundle(default_bundle, tmp_path / "bundle")
+    data = (folder / "model.onnx").read_bytes()
+    (folder / "model.onnx").write_bytes(data[: len(data) // 3])
+    with pytest.raises(ModelError, match=r"model\.onnx.*corrupt"):
+        TextEncoder(folder)
+
+
+def test_corrupt_tokenizer_names_file(default_bundle, tmp_path):
+    folder = _copy_bundle(default_bundle, tmp_path / "bundle")
+    (folder / "tokenizer.json").write_text("{not json")
+    with pytest.raises(ModelError, match=r"tokenizer\.json"):
+        TextEncoder(folder)
+
+
+def test_missing_int8_names_prepare_and_export(default_bundle, tmp_path):
+    folder = _copy_bundle(default_bundle, tmp_path / "bundle")
+    with pytest.raises(ModelError, match=r"model_int8\.onnx is missing.*simkernel models prepare.*--precision int8"):
+        TextEncoder(folder, precision="int8")
+
+
+def test_int8_close_to_fp32(default_bundle, sas_texts):
+    if not (default_bundle / "model_int8.onnx").is_file():
+        pytest.fail("the store's default model has no model_int8.onnx; run `make models`")
+    fp32 = TextEncoder(default_bundle, threads=2).encode(sas_texts[:200])
+    int8 = TextEncoder(default_bundle, precision="int8", threads=2).encode(sas_texts[:200])
+    cos = cosine_rows(fp32, int8)
+    assert cos.min() > 0.9, cos.min()  # accuracy figures are reported in benchmarks/README.md
