@@ -171,8 +171,9 @@ class SASEvaluator:
             from simkernel.runtime import model_architectures
             from simkernel.runtime.config import is_cross_encoder_architecture
 
+            providers = onnx_providers(self._device)  # raises first when the device is unusable
             is_cross_encoder = is_cross_encoder_architecture(model_architectures(self._model))
-            self._similarity_model = self._load(is_cross_encoder, onnx_providers(self._device))
+            self._similarity_model = self._load(is_cross_encoder, providers)
             self._is_cross_encoder = is_cross_encoder
 
     def _load(self, is_cross_encoder: bool, providers: list[Any] | None) -> Any:
@@ -243,15 +244,13 @@ class SASEvaluator:
     def _cross_encoder_scores(
         self, predictions: list[str], groups: list[list[str]], several: bool, batch_size: int
     ) -> list[Any]:
-        # (predicted, ground_truth), in Haystack's order; identical pairs are scored once
+        # (predicted, ground_truth), in Haystack's order; the CrossEncoder scores identical pairs once
         pairs = [(p, g) for p, group in zip(predictions, groups, strict=True) for g in group]
-        unique = {pair: k for k, pair in enumerate(dict.fromkeys(pairs))}
-        raw = np.asarray(self._similarity_model.predict(list(unique), batch_size=batch_size))
-        # All or nothing, as Haystack: logits are squashed only when some score is above 1.
-        if (raw > 1).any():
+        scores = np.asarray(self._similarity_model.predict(pairs, batch_size=batch_size))
+        # All or nothing, as Haystack: the logistic function is applied only when some score is above 1.
+        if (scores > 1).any():
             with np.errstate(over="ignore"):
-                raw = 1 / (1 + np.exp(-raw))
-        scores = raw[[unique[pair] for pair in pairs]]
+                scores = 1 / (1 + np.exp(-scores))
         if not several:
             return scores.tolist()
         if scores.ndim != 1:

@@ -1,0 +1,152 @@
+"""SASEvaluator vs the real Haystack SASEvaluator on all-MiniLM-L6-v2: the shared fixture (43 pairs: English,
+Russian, Chinese, empty, very long, whitespace, case), the documented example, several ground truths.
+
+Haystack's numbers come from ../shared/fixtures/haystack_sas_minilm.json (produced by the real package) and,
+for the checks it cannot hold, from Haystack's SASEvaluator run here on the same checkpoint.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from simkernel.components.evaluators import SASEvaluator
+
+ATOL = 1e-5
+
+
+@pytest.fixture(scope="module")
+def evaluator(minilm: str) -> SASEvaluator:
+    evaluator = SASEvaluator(model=minilm)
+    evaluator.warm_up()
+    return evaluator
+
+
+@pytest.fixture(scope="module")
+def haystack_evaluator(minilm_checkpoint):
+    from haystack.components.evaluators import SASEvaluator as HaystackSAS
+    from haystack.utils import ComponentDevice
+
+    evaluator = HaystackSAS(model=str(minilm_checkpoint), device=ComponentDevice.from_str("cpu"))
+    evaluator.warm_up()
+    return evaluator
+
+
+def test_fixture_scores_in_one_run(evaluator, haystack_fixture):
+    triples = haystack_fixture["triples"]
+    assert len(triples) == 43
+    result = evaluator.run(
+        ground_truth_answers=[t["ground_truth"] for t in triples], predicted_answers=[t["predicted"] for t in triples]
+    )
+    scores = result["individual_scores"]
+    expected = [t["individual_score"] for t in triples]
+    bad = [(t["category"], t["predicted"][:40], s, e) for t, s, e in zip(triples, scores, expected) if abs(s - e) > ATOL]
+    assert not bad, bad
+    assert type(result["score"]) is np.float64
+    assert result["score"] == pytest.approx(haystack_fixture["batched_run_score"], abs=ATOL)
+    assert all(type(s) is float for s in scores)
+    assert all(float(np.float32(s)) == s for s in scores)  # float32 values, as Haystack's
+
+
+def test_fixture_scores_one_pair_at_a_time(evaluator, haystack_fixture):
+    for t in haystack_fixture["triples"]:
+        result = evaluator.run(ground_truth_answers=[t["ground_truth"]], predicted_answers=[t["predicted"]])
+        assert result["individual_scores"][0] == pytest.approx(t["individual_score_single_call"], abs=ATOL), t
+        assert result["score"] == pytest.approx(t["individual_score_single_call"], abs=ATOL)
+
+
+def test_non_english_pairs_are_covered_by_the_fixture(haystack_fixture):
+    categories = {t["category"] for t in haystack_fixture["triples"]}
+    assert {"ru", "zh", "ru_en", "zh_en", "long_truncation_256", "identical_empty", "whitespace"} <= categories
+
+
+def test_documented_example(evaluator, haystack_evaluator):
+    kwargs = {"ground_truth_answers": ["Berlin", "Paris"], "predicted_answers": ["Berlin", "Lyon"]}
+    result = evaluator.run(**kwargs)
+    expected = haystack_evaluator.run(**kwargs)
+    assert result.keys() == expected.keys()
+    np.testing.assert_allclose(result["individual_scores"], expected["individual_scores"], atol=ATOL)
+    assert result["score"] == pytest.approx(expected["score"], abs=ATOL)
+    assert result["individual_scores"][1] == pytest.approx(0.49678751826286316, abs=ATOL)  # SPEC.md's figure
+
+
+def test_batch_size_does_not_change_scores_and_zero_is_haystacks_error(evaluator, haystack_evaluator, minilm):
+    ground_truths = ["Москва — столица России.", "北京", "A construction budget of US $2.3 billion", ""]
+    predictions = ["Столица России — Москва.", "Beijing", "The construction budget was 2.3 billion dollars", "x"]
+    reference = evaluator.run(ground_truths, predictions)["individual_scores"]
+    for batch_size in (1, 3, 1000):
+        scores = SASEvaluator(model=minilm, batch_size=batch_size).run(ground_truths, predictions)["individual_scores"]
+        np.testing.assert_allclose(scores, reference, atol=ATOL)
+    haystack_evaluator._batch_size = 0
+    try:
+        with pytest.raises(ValueError) as expected:
+            haystack_evaluator.run(ground_truth_answers=["a"], predicted_answers=["b"])
+    finally:
+        haystack_evaluator._batch_size = 32
+    with pytest.raises(ValueError) as ours:
+        SASEvaluator(model=minilm, batch_size=0).run(ground_truth_answers=["a"], predicted_answers=["b"])
+    assert str(ours.value) == str(expected.value) == "batch_size must be a positive integer, got 0."
+
+
+def test_run_loads_the_model_itself(minilm):
+    evaluator = SASEvaluator(model=minilm)
+    assert evaluator._similarity_model is None
+    assert evaluator.run(["Paris"], ["Paris"])["individual_scores"][0] == pytest.approx(1.0, abs=ATOL)
+    model = evaluator._similarity_model
+    evaluator.warm_up()
+    assert evaluator._similarity_model is model  # a second warm_up does nothing
+
+
+def test_several_ground_truths_score_the_best_one(evaluator):
+    predictions = ["Lyon", "Paris", "Einstein", "北京是中国的首都。"]
+    ground_truths = [["Paris", "Lyon, France"], "Paris", ["Albert Einstein", "Niels Bohr", "Marie Curie"],
+                     ("中国的首都是北京。",)]
+    result = evaluator.run(ground_truth_answers=ground_truths, predicted_answers=predictions)
+    expected = []
+    for prediction, group in zip(predictions, ground_truths):
+        group = [group] if isinstance(group, str) else list(group)
+        single = evaluator.run(ground_truth_answers=group, predicted_answers=[prediction] * len(group))
+        expected.append(max(single["individual_scores"]))
+    np.testing.assert_allclose(result["individual_scores"], expected, atol=ATOL)
+    assert result["score"] == pytest.approx(np.mean(expected), abs=ATOL)
+
+
+def test_scores_equal_numpy_float64_cosine_of_the_embeddings(evaluator):
+    """The kernel path against an independent float64 reference on the same embeddings."""
+    ground_truths = ["The cat sat on the mat.", "yes", "Кошка спит на диване.", "  ", "😀"]
+    predictions = ["A cat was sitting on the mat.", "no", "The cat is sleeping on the sofa.", "", "happy"]
+    scores = evaluator.run(ground_truths, predictions)["individual_scores"]
+    a = evaluator._similarity_model.encode(predictions).astype(np.float64)
+    b = evaluator._similarity_model.encode(ground_truths).astype(np.float64)
+    expected = (a * b).sum(1) / (np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1))
+    np.testing.assert_allclose(scores, expected, atol=1e-6)
+
+
+def test_int8_is_close_to_fp32(minilm_int8, haystack_fixture):
+    triples = haystack_fixture["triples"]
+    kwargs = {"ground_truth_answers": [t["ground_truth"] for t in triples],
+              "predicted_answers": [t["predicted"] for t in triples]}
+    int8 = SASEvaluator(model=minilm_int8, precision="int8").run(**kwargs)["individual_scores"]
+    expected = np.array([t["individual_score"] for t in triples])
+    assert np.abs(np.array(int8) - expected).max() < 0.1  # dynamic int8: close, not equal (benchmarks/README.md)
+    assert np.corrcoef(int8, expected)[0, 1] > 0.98
+
+
+def test_run_async_gives_the_same_result(evaluator, haystack_fixture):
+    import asyncio
+
+    triples = haystack_fixture["triples"][:10]
+    kwargs = {"ground_truth_answers": [t["ground_truth"] for t in triples],
+              "predicted_answers": [t["predicted"] for t in triples]}
+    assert asyncio.run(evaluator.run_async(**kwargs)) == evaluator.run(**kwargs)
+
+
+def test_concurrent_runs_share_one_model(minilm, haystack_fixture):
+    from concurrent.futures import ThreadPoolExecutor
+
+    triples = haystack_fixture["triples"]
+    evaluator = SASEvaluator(model=minilm)
+    jobs = [([t["ground_truth"]], [t["predicted"]]) for t in triples]
+    with ThreadPoolExecutor(4) as pool:
+        results = list(pool.map(lambda job: evaluator.run(*job)["individual_scores"][0], jobs))
+    np.testing.assert_allclose(results, [t["individual_score_single_call"] for t in triples], atol=ATOL)
