@@ -9,8 +9,10 @@ LiteLLM proxy, Azure-style gateways that accept a bearer token) through ``OPENAI
   ``base_url`` without a key sends no ``Authorization`` header (local servers often need none).
 - One request per ``embed`` call with ``encoding_format="float"``; inputs are split into several requests
   only above the API's limit of 2,048 inputs per request.
-- Cost in US dollars = ``usage.total_tokens`` x price per 1M tokens / 1e6, rounded to 6 decimals as eval_lib
-  does; models missing from :data:`PRICES_PER_MILLION_TOKENS` cost 0.0 unless ``price_per_million`` is given.
+- Cost in US dollars = ``usage.total_tokens`` x price per 1M tokens / 1e6, not rounded (eval_lib rounds each
+  call to 6 decimals, which bills a typical 30-token case as $0.000001 or $0 and makes totals over many
+  cases wrong); models missing from :data:`PRICES_PER_MILLION_TOKENS` cost 0.0 unless ``price_per_million``
+  is given.
 - ``timeout`` seconds per attempt; ``max_retries`` more attempts after timeouts, connection errors and
   HTTP 408, 409, 429 and 5xx, waiting ``Retry-After``/``retry-after-ms`` when the server sends one (up to
   60 s), else exponential backoff ``initial_backoff * 2**attempt`` capped at ``max_backoff``, with jitter.
@@ -181,7 +183,7 @@ class OpenAIEmbeddingProvider(EmbeddingProvider):
             price = PRICES_PER_MILLION_TOKENS.get(self.model_name)
         if not price or not total_tokens:
             return 0.0
-        return round(total_tokens * price / 1_000_000, 6)
+        return total_tokens * price / 1_000_000
 
     # -- HTTP -------------------------------------------------------------------------------------
     def _backoff_s(self, attempt: int, headers: Mapping[str, str] | None) -> float:
