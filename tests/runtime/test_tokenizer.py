@@ -1,0 +1,86 @@
+"""TextTokenizer against transformers' tokenizer, and the padding/truncation trap of the shipped tokenizer.json."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from runtime_helpers import LONG_TEXT, SPECIAL_TEXTS
+
+from simkernel.errors import ModelError
+from simkernel.runtime.tokenizer import TextTokenizer, pad_batch
+
+
+@pytest.fixture(scope="module")
+def hf_tokenizer(reference_checkpoint):
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(str(reference_checkpoint))
+
+
+@pytest.fixture(scope="module")
+def tok(reference_checkpoint):
+    return TextTokenizer(reference_checkpoint / "tokenizer.json", max_length=256, pad_token="[PAD]")
+
+
+def test_shipped_tokenizer_json_has_the_trap(reference_checkpoint):
+    data = json.loads((reference_checkpoint / "tokenizer.json").read_text())
+    # the reason this module exists: fixed padding and truncation at 128 in the file
+    assert data["truncation"]["max_length"] == 128
+    assert data["padding"]["strategy"] == {"Fixed": 128}
+
+
+def test_ids_match_transformers(tok, hf_tokenizer, sas_texts):
+    texts = SPECIAL_TEXTS + sas_texts[:200]
+    batch = tok.pad_batch(tok.encode(texts))
+    ref = hf_tokenizer(texts, padding=True, truncation=True, max_length=256, return_tensors="np")
+    np.testing.assert_array_equal(batch.input_ids, ref["input_ids"])
+    np.testing.assert_array_equal(batch.attention_mask, ref["attention_mask"])
+    np.testing.assert_array_equal(batch.token_type_ids, ref["token_type_ids"])
+    assert batch.input_ids.dtype == np.int64
+
+
+def test_padding_is_per_batch_and_truncation_at_max_length(tok):
+    short = tok.pad_batch(tok.encode(["a b", "hello"]))
+    assert short.input_ids.shape == (2, 4)  # [CLS] a b [SEP], not 128
+    assert short.input_ids[1, -1] == 0 and short.attention_mask[1].tolist() == [1, 1, 1, 0]
+    long = tok.encode([LONG_TEXT])[0]
+    assert len(long.ids) == 256 and long.ids[-1] == 102  # truncated at 256, still ends with [SEP]
+    small = TextTokenizer(tok.path, max_length=16)
+    assert len(small.encode([LONG_TEXT])[0].ids) == 16
+
+
+def test_pairs_match_transformers(tok, hf_tokenizer):
+    pairs = [("What is the capital of France?", "Paris is the capital."), ("", "x"), (LONG_TEXT, LONG_TEXT),
+             ("Как дела?", "你好")]
+    batch = tok.pad_batch(tok.encode_pairs(pairs))
+    ref = hf_tokenizer([a for a, _ in pairs], [b for _, b in pairs], padding=True, truncation="longest_first",
+                       max_length=256, return_tensors="np")
+    np.testing.assert_array_equal(batch.input_ids, ref["input_ids"])
+    np.testing.assert_array_equal(batch.token_type_ids, ref["token_type_ids"])
+
+
+def test_lowercase_option(reference_checkpoint):
+    lower = TextTokenizer(reference_checkpoint / "tokenizer.json", max_length=32, lowercase=True)
+    assert lower.encode(["ABC"])[0].ids == lower.encode(["abc"])[0].ids
+
+
+def test_left_padding():
+    class Enc:
+        def __init__(self, ids):
+            self.ids, self.type_ids = ids, [0] * len(ids)
+
+    batch = pad_batch([Enc([5, 6, 7]), Enc([8])], pad_id=1, padding_side="left")
+    assert batch.input_ids.tolist() == [[5, 6, 7], [1, 1, 8]]
+    assert batch.attention_mask.tolist() == [[1, 1, 1], [0, 0, 1]]
+
+
+def test_errors(tmp_path, reference_checkpoint):
+    with pytest.raises(ModelError, match=r"tokenizer\.json is missing"):
+        TextTokenizer(tmp_path / "tokenizer.json", max_length=8)
+    (tmp_path / "tokenizer.json").write_text("{}")
+    with pytest.raises(ModelError, match="corrupt"):
+        TextTokenizer(tmp_path / "tokenizer.json", max_length=8)
+    with pytest.raises(ModelError, match="max_length"):
+        TextTokenizer(reference_checkpoint / "tokenizer.json", max_length=1)
