@@ -13,6 +13,7 @@ from simkernel.runtime import CrossEncoder, TextEncoder
 pytestmark = [
     pytest.mark.filterwarnings("ignore:Converting a tensor to a Python boolean"),
     pytest.mark.filterwarnings("ignore:Exporting aten::index"),
+    pytest.mark.filterwarnings("ignore::DeprecationWarning"),
 ]
 
 TEXTS = SPECIAL_TEXTS + ["short", "a slightly longer sentence about tokenization", "Ещё одна фраза", "中文句子"]

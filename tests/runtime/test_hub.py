@@ -1,0 +1,184 @@
+"""Hub downloads through huggingface_hub against a real HTTP server on 127.0.0.1 (tests/runtime/fake_hub.py)
+speaking the hub's protocol; nothing of huggingface_hub is mocked."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from fake_hub import COMMIT, FakeHub
+from runtime_helpers import SPECIAL_TEXTS, make_tiny_bi_encoder
+
+from simkernel.errors import ModelNotFoundError
+from simkernel.runtime import TextEncoder, store
+
+pytestmark = [
+    pytest.mark.filterwarnings("ignore:Converting a tensor to a Python boolean"),
+    pytest.mark.filterwarnings("ignore:Exporting aten::index"),
+    pytest.mark.filterwarnings("ignore::DeprecationWarning"),
+]
+
+REPO = "org/tiny-embedder"
+CONFIGS = ["config.json", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.txt",
+           "modules.json", "sentence_bert_config.json", "1_Pooling/config.json"]
+
+
+@pytest.fixture(scope="module")
+def tiny_repo(tiny_models_root, reference_checkpoint) -> Path:
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    folder = make_tiny_bi_encoder(tiny_models_root, reference_checkpoint, "mean", True)
+    if not (folder / "model_int8.onnx").exists():
+        quantize_dynamic(str(folder / "model.onnx"), str(folder / "model_int8.onnx"), weight_type=QuantType.QInt8)
+    return folder
+
+
+def _layout(with_onnx=True):
+    layout = {name: name for name in CONFIGS}
+    if with_onnx:
+        layout["onnx/model.onnx"] = "model.onnx"
+        layout["onnx/model_qint8_avx512_vnni.onnx"] = "model_int8.onnx"
+    return layout
+
+
+@pytest.fixture()
+def env(tmp_path, monkeypatch):
+    """Fresh store and HF cache; no token, online."""
+    monkeypatch.setenv("SIMKERNEL_HOME", str(tmp_path / "store"))
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    for name in ("HF_HUB_CACHE", "HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_TOKEN"):
+        monkeypatch.delenv(name, raising=False)
+    return tmp_path
+
+
+@pytest.fixture()
+def hub(tiny_repo, env, monkeypatch):
+    with FakeHub(FakeHub.from_folder(REPO, tiny_repo, _layout())) as server:
+        monkeypatch.setenv("HF_ENDPOINT", server.endpoint)
+        yield server
+
+
+def test_download_then_embed_like_the_local_model(hub, tiny_repo):
+    enc = TextEncoder(REPO, threads=1)
+    assert enc.model_path == store.model_dir(REPO)
+    local = TextEncoder(tiny_repo, threads=1)
+    np.testing.assert_array_equal(enc.encode(SPECIAL_TEXTS), local.encode(SPECIAL_TEXTS))
+    manifest = json.loads((enc.model_path / "simkernel.json").read_text())
+    assert manifest["id"] == REPO and manifest["kind"] == "bi-encoder"
+    assert manifest["source"]["commit"] == COMMIT and manifest["source"]["endpoint"] == hub.endpoint
+    assert manifest["files"]["model.onnx"]["sha256"] == store.file_sha256(tiny_repo / "model.onnx")
+    assert manifest["files"]["model.onnx"]["source"] == "onnx/model.onnx"
+    assert "model_int8.onnx" not in manifest["files"]  # fp32 asked: the int8 file is not fetched
+    heads = [r[1] for r in hub.requests if r[0] == "HEAD"]
+    assert f"/{REPO}/resolve/main/onnx/model.onnx" in heads
+    assert f"/{REPO}/resolve/{COMMIT}/tokenizer.json" in heads  # the rest at the same commit
+    assert all(r[2] is None for r in hub.requests)  # no token configured, none sent
+
+
+def test_int8_variant(hub, tiny_repo):
+    enc = TextEncoder(REPO, precision="int8", threads=1)
+    assert (enc.model_path / "model_int8.onnx").read_bytes() == (tiny_repo / "model_int8.onnx").read_bytes()
+    assert enc.encode(["hello"]).shape == (1, 32)
+
+
+def test_token_sent_as_bearer_and_private_repo_explained(hub, monkeypatch):
+    hub.private[REPO] = "s3cret"
+    with pytest.raises(ModelNotFoundError, match="HF_TOKEN"):
+        TextEncoder(REPO)
+    assert not store.model_dir(REPO).exists()
+    monkeypatch.setenv("HF_TOKEN", "s3cret")
+    TextEncoder(REPO, threads=1)
+    resolve_requests = [r for r in hub.requests if "/resolve/" in r[1]]
+    assert resolve_requests and resolve_requests[-1][2] == "Bearer s3cret"
+
+
+def test_offline_uses_the_hf_cache_only(hub, env, monkeypatch):
+    first = TextEncoder(REPO, threads=1).encode(["offline"])
+    shutil.rmtree(store.model_dir(REPO))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    seen = len(hub.requests)
+    again = TextEncoder(REPO, threads=1).encode(["offline"])  # rebuilt from the HF cache
+    assert len(hub.requests) == seen  # no network at all
+    np.testing.assert_array_equal(first, again)
+    shutil.rmtree(store.model_dir(REPO))
+    monkeypatch.setenv("HF_HOME", str(env / "empty-hf"))
+    with pytest.raises(ModelNotFoundError, match="HF_HUB_OFFLINE"):
+        TextEncoder(REPO)
+    assert len(hub.requests) == seen
+
+
+def test_failed_download_leaves_no_model(hub):
+    hub.fail_path = "onnx/model.onnx"
+    with pytest.raises(ModelNotFoundError, match="hub"):
+        TextEncoder(REPO)
+    assert not store.model_dir(REPO).exists()
+    assert not list((store.store_root() / "tmp").glob("stage-*"))
+    hub.fail_path = None
+    TextEncoder(REPO, threads=1)  # a retry completes
+    assert store.is_installed(REPO)
+
+
+def _spawn(code: str) -> subprocess.Popen:
+    src = str(Path(__file__).resolve().parents[2] / "src")
+    env = dict(os.environ, PYTHONPATH=src + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    return subprocess.Popen([sys.executable, "-c", code], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+def test_killed_download_leaves_no_model(hub):
+    hub.stall_path = "onnx/model.onnx"
+    proc = _spawn(f"from simkernel.runtime import TextEncoder; TextEncoder({REPO!r})")
+    try:
+        assert hub.stalled.wait(120), proc.stderr.read().decode() if proc.poll() is not None else "no stall"
+        proc.kill()  # the process dies mid-download
+        proc.wait(30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert not store.model_dir(REPO).exists()
+    hub.release.set()
+    TextEncoder(REPO, threads=1)  # the lock died with the process; the next download completes
+    assert store.is_installed(REPO)
+
+
+def test_two_processes_prepare_the_same_model_once(hub, tiny_repo):
+    code = f"from simkernel.runtime import TextEncoder; print(TextEncoder({REPO!r}).model_path)"
+    procs = [_spawn(code) for _ in range(2)]
+    outs = [p.communicate(timeout=300) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], [o[1].decode()[-2000:] for o in outs]
+    assert {o[0].decode().strip() for o in outs} == {str(store.model_dir(REPO))}
+    size = (tiny_repo / "model.onnx").stat().st_size
+    onnx_downloads = [r for r in hub.requests if r[0] == "GET" and r[1].startswith("/cdn/")]
+    assert len(onnx_downloads) == 1, (size, onnx_downloads)  # the second process reused the first's bundle
+    store.verify_bundle(store.model_dir(REPO))
+
+
+def test_repo_without_onnx_and_unknown_repo(tiny_repo, env, monkeypatch):
+    fp32_only = {**_layout(with_onnx=False), "onnx/model.onnx": "model.onnx"}
+    repos = {**FakeHub.from_folder("org/no-onnx", tiny_repo, _layout(with_onnx=False)),
+             **FakeHub.from_folder("org/fp32-only", tiny_repo, fp32_only)}
+    with FakeHub(repos) as server:
+        monkeypatch.setenv("HF_ENDPOINT", server.endpoint)
+        with pytest.raises(ModelNotFoundError, match=r"publishes no onnx/model\.onnx.*simkernel models export"):
+            TextEncoder("org/no-onnx")
+        with pytest.raises(ModelNotFoundError, match="no such repo"):
+            TextEncoder("org/does-not-exist")
+        with pytest.raises(ModelNotFoundError, match="publishes no int8"):
+            TextEncoder("org/fp32-only", precision="int8")
+        assert not store.model_dir("org/fp32-only").exists()
+
+
+def test_unreachable_hub_is_explained(env, monkeypatch):
+    monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")  # discard port: connection refused
+    start = time.monotonic()
+    with pytest.raises(ModelNotFoundError) as info:
+        TextEncoder("org/anything")
+    message = str(info.value)
+    assert "store" in message and "hub" in message and "could not be reached" in message
+    assert time.monotonic() - start < 60
