@@ -1,0 +1,75 @@
+"""model= resolution order, the errors when nothing works, shared instances, model_architectures."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+
+import pytest
+from runtime_helpers import DEFAULT_MODEL
+
+from simkernel.errors import MissingDependencyError, ModelNotFoundError
+from simkernel.runtime import get_text_encoder, model_architectures
+from simkernel.runtime.resolve import local_export_id, resolve_model
+from simkernel.runtime.shared import clear_shared_instances
+
+
+def test_bundle_folder_and_store_id(default_bundle):
+    assert resolve_model(default_bundle) == default_bundle
+    assert resolve_model(DEFAULT_MODEL) == default_bundle
+    assert resolve_model("all-MiniLM-L6-v2") == default_bundle  # sentence-transformers' short name
+
+
+def test_missing_path_is_not_sent_to_the_hub(tmp_path):
+    with pytest.raises(ModelNotFoundError, match="does not exist"):
+        resolve_model(tmp_path / "nowhere")
+    with pytest.raises(ModelNotFoundError, match="does not exist"):
+        resolve_model("./relative/nowhere")
+
+
+def test_folder_that_is_neither_bundle_nor_checkpoint(tmp_path):
+    (tmp_path / "config.json").write_text("{}")
+    with pytest.raises(ModelNotFoundError, match="(?s)no bundle.*no checkpoint"):
+        resolve_model(tmp_path)
+
+
+def test_checkpoint_without_export_extra_names_the_install(reference_checkpoint, tmp_path, monkeypatch):
+    monkeypatch.setenv("SIMKERNEL_HOME", str(tmp_path / "store"))
+    monkeypatch.setitem(sys.modules, "simkernel.runtime.export", None)  # as if the export extra were absent
+    with pytest.raises(MissingDependencyError, match=r"pip install .*simkernel\[export\].*simkernel models export"):
+        resolve_model(reference_checkpoint)
+
+
+def test_checkpoint_export_id_is_stable_and_tracks_weights(reference_checkpoint, tmp_path):
+    assert local_export_id(reference_checkpoint) == local_export_id(reference_checkpoint)
+    copy = tmp_path / "model"
+    shutil.copytree(reference_checkpoint, copy)
+    assert local_export_id(copy) != local_export_id(reference_checkpoint)
+    assert local_export_id(copy).startswith("local/model-")
+
+
+def test_everything_failing_lists_each_attempt(tmp_path, monkeypatch):
+    monkeypatch.setenv("SIMKERNEL_HOME", str(tmp_path / "store"))
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(ModelNotFoundError) as info:
+        resolve_model(DEFAULT_MODEL)
+    message = str(info.value)
+    for part in ("local folder", "store", "hub", "HF_HUB_OFFLINE", "simkernel models prepare"):
+        assert part in message, part
+
+
+def test_shared_instances(default_bundle):
+    clear_shared_instances()
+    a = get_text_encoder(DEFAULT_MODEL)
+    assert get_text_encoder("all-MiniLM-L6-v2") is a
+    assert get_text_encoder(default_bundle) is a
+    assert get_text_encoder(DEFAULT_MODEL, threads=1) is not a
+    clear_shared_instances()
+    assert get_text_encoder(DEFAULT_MODEL) is not a
+
+
+def test_model_architectures(default_bundle, reference_checkpoint, tiny_models_root):
+    assert model_architectures(DEFAULT_MODEL) == ["BertModel"]
+    assert model_architectures(reference_checkpoint) == ["BertModel"]
+    assert model_architectures(default_bundle) == ["BertModel"]
