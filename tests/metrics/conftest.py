@@ -24,7 +24,10 @@ def default_model_ready() -> Path:
 
     folder = store.model_dir(DEFAULT_MODEL)
     if not (folder / "model.onnx").is_file():
-        pytest.fail(f"the default model is not in the store ({folder}); run `make models` (or `simkernel models prepare`)")
+        pytest.fail(
+            f"the default model is not in the store ({folder}); "
+            "run `make models` (or `simkernel models prepare`)"
+        )
     return folder
 
 

@@ -94,39 +94,68 @@ def _handler_for(state: EmbeddingServer):
             body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", "0"))).decode("utf-8"))
             with state.lock:
                 state.requests.append(
-                    {"path": self.path, "headers": {k.lower(): v for k, v in self.headers.items()}, "body": body, "t": time.monotonic()}
+                    {
+                        "path": self.path,
+                        "headers": {k.lower(): v for k, v in self.headers.items()},
+                        "body": body,
+                        "t": time.monotonic(),
+                    }
                 )
                 authorised = self.headers.get("Authorization") == f"Bearer {SERVER_KEY}"
                 action = state.script.pop(0) if (authorised and state.script) else {}
             if self.path != "/v1/embeddings":
-                self._send(404, {"error": {"message": f"Unknown path {self.path}", "type": "invalid_request_error"}})
+                self._send(
+                    404, {"error": {"message": f"Unknown path {self.path}", "type": "invalid_request_error"}}
+                )
                 return
             if not authorised:
                 self._send(
                     401,
-                    {"error": {"message": "Incorrect API key provided: sk-wr***ng.", "type": "invalid_request_error",
-                               "code": "invalid_api_key"}},
+                    {
+                        "error": {
+                            "message": "Incorrect API key provided: sk-wr***ng.",
+                            "type": "invalid_request_error",
+                            "code": "invalid_api_key",
+                        }
+                    },
                 )
                 return
             time.sleep(action.get("sleep", 0.0))
             status = action.get("status", 200)
             if status != 200:
-                self._send(status, {"error": {"message": action.get("message", f"scripted {status}"), "type": "server_error"}},
-                           action.get("headers"))
+                self._send(
+                    status,
+                    {
+                        "error": {
+                            "message": action.get("message", f"scripted {status}"),
+                            "type": "server_error",
+                        }
+                    },
+                    action.get("headers"),
+                )
                 return
             if "raw" in action:
                 self._send(200, action["raw"])
                 return
             inputs = body["input"]
-            data = [{"object": "embedding", "index": i, "embedding": server_embedding(t)} for i, t in enumerate(inputs)]
+            data = [
+                {"object": "embedding", "index": i, "embedding": server_embedding(t)}
+                for i, t in enumerate(inputs)
+            ]
             if action.get("reverse"):
                 data.reverse()
             tokens = server_tokens(inputs)
-            self._send(200, {"object": "list", "data": data, "model": body["model"],
-                             "usage": {"prompt_tokens": tokens, "total_tokens": tokens}})
+            self._send(
+                200,
+                {
+                    "object": "list",
+                    "data": data,
+                    "model": body["model"],
+                    "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
+                },
+            )
 
     return Handler
-
 
 
 def start_server() -> tuple[EmbeddingServer, ThreadingHTTPServer]:

@@ -67,25 +67,35 @@ def test_results_in_order_and_equal_to_case_by_case(spy_encoder, st_model):
     results = asyncio.run(evaluate(cases, metrics, verbose=False))
 
     assert len(results) == len(cases)
-    for (none, [case_result]), case in zip(results, cases):
+    for (none, [case_result]), case in zip(results, cases, strict=True):
         assert none is None
         assert isinstance(case_result, TestCaseResult)
         assert (case_result.input, case_result.actual_output, case_result.expected_output) == (
-            case.input, case.actual_output, case.expected_output,
+            case.input,
+            case.actual_output,
+            case.expected_output,
         )
         assert [m.name for m in case_result.metrics_data] == [m.name for m in metrics]
         assert case_result.success is all(m.success for m in case_result.metrics_data)
-        for metric, got in zip(metrics, case_result.metrics_data):
+        for metric, got in zip(metrics, case_result.metrics_data, strict=True):
             assert isinstance(got, MetricResult)
             alone = asyncio.run(metric.evaluate(case))
             assert got.score == pytest.approx(alone["score"], abs=1e-6)
-            assert (got.success, got.reason, got.evaluation_log) == (alone["success"], alone["reason"], alone["evaluation_log"])
-            assert got.threshold == metric.threshold and got.evaluation_model is None and got.evaluation_cost == 0
+            assert (got.success, got.reason, got.evaluation_log) == (
+                alone["success"],
+                alone["reason"],
+                alone["evaluation_log"],
+            )
+            assert (
+                got.threshold == metric.threshold
+                and got.evaluation_model is None
+                and got.evaluation_cost == 0
+            )
 
     # and against eval_lib's formula on sentence-transformers embeddings, case by case
     texts = list(dict.fromkeys([*OUTPUTS, *REFS]))
-    st_vectors = dict(zip(texts, st_model.encode(texts)))
-    for (_, [case_result]), case in zip(results, cases):
+    st_vectors = dict(zip(texts, st_model.encode(texts), strict=True))
+    for (_, [case_result]), case in zip(results, cases, strict=True):
         want, _ = eval_lib_formula(np.array([st_vectors[t] for t in [case.actual_output, *REFS]]), "max")
         assert case_result.metrics_data[0].score == pytest.approx(want, abs=1e-5)
 
@@ -116,12 +126,18 @@ def test_mixed_metrics_keep_their_order(default_model_ready, embedding_server):
     ]
     results = asyncio.run(evaluate(cases, metrics, verbose=False))
     assert log == [c.input for c in cases]  # other metrics: called case by case, in order
-    assert [r["body"]["input"] for r in embedding_server.requests] == [[c.actual_output, REFS[0]] for c in cases]
+    assert [r["body"]["input"] for r in embedding_server.requests] == [
+        [c.actual_output, REFS[0]] for c in cases
+    ]
     for _, [case_result] in results:
         names = [m.name for m in case_result.metrics_data]
         assert names == ["recordingMetric", "referenceMatchMetric", "referenceMatchMetric"]
         recorded = case_result.metrics_data[0]
-        assert (recorded.evaluation_cost, recorded.evaluation_model, recorded.evaluation_log) == (0.25, "judge-model", None)
+        assert (recorded.evaluation_cost, recorded.evaluation_model, recorded.evaluation_log) == (
+            0.25,
+            "judge-model",
+            None,
+        )
 
 
 def test_metric_without_references_in_a_batch(spy_encoder):
@@ -159,7 +175,24 @@ def test_large_batch_matches_numpy(spy_encoder):
 
 def test_results_are_dataclasses_like_eval_lib():
     fields = [f.name for f in dataclasses.fields(MetricResult)]
-    assert fields == ["name", "score", "threshold", "success", "evaluation_cost", "reason", "evaluation_model", "evaluation_log"]
+    assert fields == [
+        "name",
+        "score",
+        "threshold",
+        "success",
+        "evaluation_cost",
+        "reason",
+        "evaluation_model",
+        "evaluation_log",
+    ]
     fields = [f.name for f in dataclasses.fields(TestCaseResult)]
-    assert fields == ["input", "actual_output", "expected_output", "retrieval_context", "success", "metrics_data",
-                      "tools_called", "expected_tools"]
+    assert fields == [
+        "input",
+        "actual_output",
+        "expected_output",
+        "retrieval_context",
+        "success",
+        "metrics_data",
+        "tools_called",
+        "expected_tools",
+    ]

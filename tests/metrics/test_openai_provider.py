@@ -6,6 +6,7 @@ import asyncio
 
 import numpy as np
 import pytest
+from metrics_support import SERVER_KEY, eval_lib_formula, server_embedding, server_tokens
 
 from simkernel.metrics import (
     EmbeddingAPIError,
@@ -17,8 +18,6 @@ from simkernel.metrics import (
     evaluate,
 )
 from simkernel.metrics.embedding_providers.openai import MAX_INPUTS_PER_REQUEST
-
-from metrics_support import SERVER_KEY, eval_lib_formula, server_embedding, server_tokens
 
 REFS = ["Paris is the capital of France.", "Столица Франции — Париж.", "法国的首都是巴黎。"]
 CASE = EvalTestCase(input="Capital of France?", actual_output="The capital of France is Paris.")
@@ -68,7 +67,7 @@ def test_evaluate_reports_the_cost_and_calls_once_per_case(embedding_server):
         ["Lyon.", ""],
     ]
     assert all(r["body"]["model"] == "text-embedding-3-large" for r in embedding_server.requests)
-    for (none, [case_result]), case in zip(results, cases):
+    for (none, [case_result]), case in zip(results, cases, strict=True):
         assert none is None
         data = case_result.metrics_data[0]
         expected_cost = server_tokens([case.actual_output, case.expected_output or ""]) * 0.13 / 1e6
@@ -76,7 +75,9 @@ def test_evaluate_reports_the_cost_and_calls_once_per_case(embedding_server):
 
 
 def test_429_is_retried_after_retry_after(embedding_server):
-    embedding_server.script = [{"status": 429, "headers": {"Retry-After": "0.3"}, "message": "Rate limit reached"}]
+    embedding_server.script = [
+        {"status": 429, "headers": {"Retry-After": "0.3"}, "message": "Rate limit reached"}
+    ]
     vectors, cost = fast().embed_sync(["a b", "c"])
 
     assert len(embedding_server.requests) == 2
@@ -100,7 +101,9 @@ def test_5xx_is_retried_up_to_max_retries(embedding_server):
 
 
 def test_5xx_beyond_retries_raises_with_status_and_server_message(embedding_server):
-    embedding_server.script = [{"status": 500, "message": "The server had an error while processing your request."}] * 3
+    embedding_server.script = [
+        {"status": 500, "message": "The server had an error while processing your request."}
+    ] * 3
     with pytest.raises(EmbeddingAPIError) as info:
         fast(max_retries=2).embed_sync(["x"])
     assert len(embedding_server.requests) == 3
@@ -165,7 +168,9 @@ def test_compatible_server_without_key_sends_no_authorization(embedding_server, 
 def test_explicit_settings_override_the_environment(embedding_server, monkeypatch):
     monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/nowhere")
     monkeypatch.setenv("OPENAI_API_KEY", "sk-wrong")
-    provider = fast(api_key=SERVER_KEY, base_url=embedding_server.url + "/", organization="org-1", project="proj-1")
+    provider = fast(
+        api_key=SERVER_KEY, base_url=embedding_server.url + "/", organization="org-1", project="proj-1"
+    )
     provider.embed_sync(["x"])
     headers = embedding_server.requests[0]["headers"]
     assert headers["openai-organization"] == "org-1"

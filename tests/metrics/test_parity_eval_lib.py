@@ -74,7 +74,9 @@ def test_metric_evaluate_matches_eval_lib(case, default_model_ready):
 def test_bundle_path_as_model_name(default_model_ready):
     """A bundle folder works as model_name and shares the model loaded for the hub id."""
     case = CASES[0]
-    by_path = ReferenceMatchMetric(**case["metric"], embedding_provider="local", model_name=str(default_model_ready))
+    by_path = ReferenceMatchMetric(
+        **case["metric"], embedding_provider="local", model_name=str(default_model_ready)
+    )
     by_id = ReferenceMatchMetric(**case["metric"], embedding_provider="local")
     assert by_path.provider.encoder is by_id.provider.encoder
     result = asyncio.run(by_path.evaluate(EvalTestCase(**case["test_case"])))

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 
-import numpy as np
 import pytest
 from metrics_support import eval_lib_formula
 
@@ -22,9 +21,17 @@ ZH_REFS = ["北京是中华人民共和国的首都。", "中国的首都是北�
 CASES = [
     ("ru", "Перейдите в Настройки > Безопасность, чтобы сбросить пароль.", RU_REFS),
     ("zh", "北京是中国的首都，也是政治中心。", ZH_REFS),
-    ("mixed", "The capital of China is Beijing.", [*ZH_REFS, "Beijing is the capital of China.", "Пекин — столица Китая."]),
+    (
+        "mixed",
+        "The capital of China is Beijing.",
+        [*ZH_REFS, "Beijing is the capital of China.", "Пекин — столица Китая."],
+    ),
     ("empty_output", "", ["Reset your password from the login page.", ""]),
-    ("long", "The quick brown fox jumps over the lazy dog. " * 60, ["A fox jumps over a dog.", "Cats sleep all day."]),
+    (
+        "long",
+        "The quick brown fox jumps over the lazy dog. " * 60,
+        ["A fox jumps over a dog.", "Cats sleep all day."],
+    ),
 ]
 
 
@@ -44,14 +51,18 @@ class FixedVectors(EmbeddingProvider):
 
 @pytest.mark.parametrize("aggregation", ["max", "mean"])
 @pytest.mark.parametrize(("label", "output", "refs"), CASES, ids=[c[0] for c in CASES])
-def test_reference_match_vs_sentence_transformers(label, output, refs, aggregation, st_model, default_model_ready):
+def test_reference_match_vs_sentence_transformers(
+    label, output, refs, aggregation, st_model, default_model_ready
+):
     want_score, want_sims = eval_lib_formula(st_model.encode([output, *refs]), aggregation)
     metric = ReferenceMatchMetric(references=refs, aggregation=aggregation, embedding_provider="local")
     result = asyncio.run(metric.evaluate(EvalTestCase(input="q", actual_output=output)))
 
     assert result["score"] == pytest.approx(want_score, abs=1e-5)
     assert result["evaluation_log"]["similarities"] == [round(s, 4) for s in want_sims]
-    assert result["reason"] == f"Reference match ({aggregation}): {want_score:.4f} across {len(refs)} references"
+    assert (
+        result["reason"] == f"Reference match ({aggregation}): {want_score:.4f} across {len(refs)} references"
+    )
     assert result["success"] is (want_score >= 0.7)
 
 
@@ -67,7 +78,9 @@ def test_reference_match_vs_sentence_transformers(label, output, refs, aggregati
 def test_semantic_similarity_vs_sentence_transformers(output, expected, st_model, default_model_ready):
     want, _ = eval_lib_formula(st_model.encode([output, expected or ""]), "max")
     metric = SemanticSimilarityMetric(threshold=0.5, embedding_provider="local")
-    result = asyncio.run(metric.evaluate(EvalTestCase(input="q", actual_output=output, expected_output=expected)))
+    result = asyncio.run(
+        metric.evaluate(EvalTestCase(input="q", actual_output=output, expected_output=expected))
+    )
 
     assert list(result) == ["name", "score", "success", "reason", "evaluation_cost", "evaluation_log"]
     assert result["name"] == "semanticSimilarityMetric"
@@ -83,8 +96,12 @@ def test_semantic_similarity_vs_sentence_transformers(output, expected, st_model
 
 
 def test_negative_cosine_is_clamped_and_zero_vector_scores_zero():
-    provider = FixedVectors({"a": [1.0, 0.0], "opposite": [-1.0, 0.0], "zero": [0.0, 0.0], "near": [0.6, 0.8]})
-    metric = ReferenceMatchMetric(references=["opposite", "zero", "near"], aggregation="mean", embedding_provider=provider)
+    provider = FixedVectors(
+        {"a": [1.0, 0.0], "opposite": [-1.0, 0.0], "zero": [0.0, 0.0], "near": [0.6, 0.8]}
+    )
+    metric = ReferenceMatchMetric(
+        references=["opposite", "zero", "near"], aggregation="mean", embedding_provider=provider
+    )
     result = asyncio.run(metric.evaluate(EvalTestCase(input="q", actual_output="a")))
     assert provider.calls == [["a", "opposite", "zero", "near"]]  # one call over [output] + references
     assert result["evaluation_log"]["similarities"] == [0.0, 0.0, 0.6]
@@ -143,7 +160,12 @@ def test_no_references_result_without_embedding(references):
 
 def test_constructor_defaults_and_attributes():
     metric = ReferenceMatchMetric()
-    assert (metric.threshold, metric.references, metric.aggregation, metric.verbose) == (0.7, [], "max", False)
+    assert (metric.threshold, metric.references, metric.aggregation, metric.verbose) == (
+        0.7,
+        [],
+        "max",
+        False,
+    )
     assert metric.name == "referenceMatchMetric" and metric.model is None
     assert type(metric.provider).__name__ == "OpenAIEmbeddingProvider"
     assert metric.provider.model_name == "text-embedding-3-small"

@@ -3,7 +3,7 @@
 
 Switching from eval_lib is a change of import::
 
-    from simkernel.metrics.vector_metrics import ReferenceMatchMetric   # or simkernel.vector_metrics, simkernel
+    from simkernel.metrics.vector_metrics import ReferenceMatchMetric  # or simkernel.vector_metrics
     from simkernel import EvalTestCase, evaluate
 
 Names resolve lazily: importing this package loads neither pydantic (``EvalTestCase``) nor a model.
@@ -30,7 +30,21 @@ _LAZY = {
     "get_embedding_provider": "simkernel.metrics.embedding_providers",
 }
 
-__all__ = list(_LAZY)
+__all__ = [
+    "ConversationalEvalTestCase",
+    "EmbeddingAPIError",
+    "EmbeddingConfigurationError",
+    "EmbeddingProvider",
+    "EvalTestCase",
+    "LocalEmbeddingProvider",
+    "MetricResult",
+    "OpenAIEmbeddingProvider",
+    "ReferenceMatchMetric",
+    "SemanticSimilarityMetric",
+    "TestCaseResult",
+    "evaluate",
+    "get_embedding_provider",
+]
 
 if TYPE_CHECKING:  # pragma: no cover
     from simkernel.metrics.embedding_providers import (

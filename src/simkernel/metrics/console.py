@@ -13,7 +13,14 @@ from collections.abc import Sequence
 from typing import Any
 
 BOLD, DIM, ENDC = "\033[1m", "\033[2m", "\033[0m"
-HEADER, BLUE, CYAN, GREEN, YELLOW, RED = "\033[95m", "\033[94m", "\033[96m", "\033[92m", "\033[93m", "\033[91m"
+HEADER, BLUE, CYAN, GREEN, YELLOW, RED = (
+    "\033[95m",
+    "\033[94m",
+    "\033[96m",
+    "\033[92m",
+    "\033[93m",
+    "\033[91m",
+)
 
 
 def _bar(fraction: float, length: int) -> str:
@@ -30,15 +37,19 @@ def print_metric_result(result: dict[str, Any], default_name: str) -> None:
     title = f"📊 {result.get('name', default_name)}"
     title = title[: width - 3] + "..." if len(title) > width else title.center(width)
     color, icon, status = (GREEN, "✅", "PASSED") if success else (RED, "❌", "FAILED")
+    bar = _bar(score, min(30, width - 30))
+    reason = textwrap.fill(
+        str(result.get("reason", "N/A")), width - 2, initial_indent="  ", subsequent_indent="  "
+    )
     lines = [
         f"\n{BOLD}{CYAN}╔{'═' * width}╗{ENDC}",
         f"{BOLD}{CYAN}║{ENDC}{title}{BOLD}{CYAN}║{ENDC}",
         f"{BOLD}{CYAN}╚{'═' * width}╝{ENDC}\n",
         f"{BOLD}Status:{ENDC} {icon} {color}{BOLD}{status}{ENDC}",
-        f"{BOLD}Score:{ENDC}  {YELLOW}{score:.2f}{ENDC} [{_bar(score, min(30, width - 30))}] {score * 100:.0f}%",
+        f"{BOLD}Score:{ENDC}  {YELLOW}{score:.2f}{ENDC} [{bar}] {score * 100:.0f}%",
         f"{BOLD}Cost:{ENDC}   {BLUE}💰 ${cost:.6f}{ENDC}",
         f"{BOLD}Reason:{ENDC}",
-        f"{DIM}{textwrap.fill(str(result.get('reason', 'N/A')), width - 2, initial_indent='  ', subsequent_indent='  ')}{ENDC}\n",
+        f"{DIM}{reason}{ENDC}\n",
     ]
     log = result.get("evaluation_log")
     if log:
@@ -74,7 +85,8 @@ def print_case_header(index: int, total: int, input_text: str) -> None:
 
 def print_progress(current: int, total: int, item: str) -> None:
     print(
-        f"\r{CYAN}Progress: [{_bar(current / total, 40)}] {current / total * 100:.0f}% ({current}/{total}) - {item}{ENDC}",
+        f"\r{CYAN}Progress: [{_bar(current / total, 40)}] {current / total * 100:.0f}% "
+        f"({current}/{total}) - {item}{ENDC}",
         end="",
         flush=True,
     )

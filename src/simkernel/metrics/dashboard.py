@@ -51,7 +51,14 @@ def _session_data(results: list[tuple[Any, list[Any]]]) -> dict[str, Any]:
                 )
                 entry = summary.setdefault(
                     md.name,
-                    {"scores": [], "passed": 0, "failed": 0, "threshold": md.threshold, "total_cost": 0.0, "model": model},
+                    {
+                        "scores": [],
+                        "passed": 0,
+                        "failed": 0,
+                        "threshold": md.threshold,
+                        "total_cost": 0.0,
+                        "model": model,
+                    },
                 )
                 entry["scores"].append(md.score)
                 entry["passed" if md.success else "failed"] += 1
@@ -78,7 +85,12 @@ def _session_data(results: list[tuple[Any, list[Any]]]) -> dict[str, Any]:
         n = entry["passed"] + entry["failed"]
         entry["avg_score"] = sum(entry["scores"]) / len(entry["scores"]) if entry["scores"] else 0
         entry["success_rate"] = entry["passed"] / n * 100 if n else 0
-    return {"test_cases": test_cases, "metrics_summary": summary, "total_cost": total_cost, "total_tests": len(test_cases)}
+    return {
+        "test_cases": test_cases,
+        "metrics_summary": summary,
+        "total_cost": total_cost,
+        "total_tests": len(test_cases),
+    }
 
 
 def save_results_to_cache(results: list[tuple[Any, list[Any]]], session_name: str | None = None) -> str:
@@ -95,11 +107,17 @@ def save_results_to_cache(results: list[tuple[Any, list[Any]]], session_name: st
         except ValueError as exc:
             aside = path.with_name(f"{CACHE_FILE}.unreadable-{int(time.time())}")
             path.rename(aside)
-            warnings.warn(f"{path} could not be read ({exc}); kept it as {aside} and started a new one", stacklevel=3)
+            warnings.warn(
+                f"{path} could not be read ({exc}); kept it as {aside} and started a new one", stacklevel=3
+            )
             history = []
     session_id = session_name or f"session_{int(time.time())}"
     history.append(
-        {"session_id": session_id, "timestamp": datetime.now().strftime("%Y-%m-%d %H:%M:%S"), "data": _session_data(results)}
+        {
+            "session_id": session_id,
+            "timestamp": datetime.now().strftime("%Y-%m-%d %H:%M:%S"),
+            "data": _session_data(results),
+        }
     )
     fd, tmp = tempfile.mkstemp(dir=folder, prefix=".results-", suffix=".json")
     with os.fdopen(fd, "w", encoding="utf-8") as handle:

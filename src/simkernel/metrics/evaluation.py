@@ -75,7 +75,8 @@ def _check_case(index: int, case: Any) -> None:
         if not hasattr(case, field):
             raise TypeError(
                 f"test_cases[{index}] must be an EvalTestCase (or an object with .input and .actual_output), "
-                f"got {type(case).__name__}; build it with simkernel.EvalTestCase(input=..., actual_output=...)"
+                f"got {type(case).__name__}; build it with "
+                "simkernel.EvalTestCase(input=..., actual_output=...)"
             )
 
 
@@ -83,7 +84,8 @@ def _check_metric(index: int, metric: Any) -> None:
     missing = [a for a in ("name", "threshold", "evaluate") if not hasattr(metric, a)]
     if missing:
         raise TypeError(
-            f"metrics[{index}] is a {type(metric).__name__} without {', '.join(missing)}; pass metric objects "
+            f"metrics[{index}] is a {type(metric).__name__} without {', '.join(missing)}; "
+            "pass metric objects "
             "such as ReferenceMatchMetric(...), not classes or names"
         )
 
@@ -135,7 +137,9 @@ async def _score_local_metrics(cases: list[Any], metrics: list[Any]) -> dict[int
                 counts = np.array([len(plan[i][1]) for i in scored], dtype=np.int64)
                 offsets = np.concatenate(([0], np.cumsum(counts)))
                 query_rows = np.array([plan[i][0] for i in scored], dtype=np.int64)
-                ref_rows = np.fromiter((r for i in scored for r in plan[i][1]), dtype=np.int64, count=int(offsets[-1]))
+                ref_rows = np.fromiter(
+                    (r for i in scored for r in plan[i][1]), dtype=np.int64, count=int(offsets[-1])
+                )
                 grouped = score_groups(embeddings, query_rows, ref_rows, offsets, metric._aggregation)
                 for j, c_idx in enumerate(scored):
                     sims = grouped.similarities[offsets[j] : offsets[j + 1]]
@@ -228,5 +232,8 @@ async def evaluate(
 
         session_id = save_results_to_cache(results, session_name)
         if verbose:
-            print(f"\n✅ Results saved to cache: {session_id} (.eval_cache/results.json); view them with `eval-lib dashboard`")
+            print(
+                f"\n✅ Results saved to cache: {session_id} (.eval_cache/results.json); "
+                "view them with `eval-lib dashboard`"
+            )
     return results

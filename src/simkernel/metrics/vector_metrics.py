@@ -35,7 +35,9 @@ __all__ = ["ReferenceMatchMetric", "SemanticSimilarityMetric"]
 
 def _check_threshold(threshold: Any) -> float:
     if isinstance(threshold, bool) or not isinstance(threshold, numbers.Real):
-        raise TypeError(f"threshold must be a number (the minimum passing score, 0.0 to 1.0), got {threshold!r}")
+        raise TypeError(
+            f"threshold must be a number (the minimum passing score, 0.0 to 1.0), got {threshold!r}"
+        )
     if math.isnan(threshold):
         raise ValueError("threshold must be a number, got NaN")
     return threshold
@@ -51,7 +53,9 @@ def _check_references(references: Any) -> list[str]:
             f"({references[:60]!r}); wrap it in a list: references=[{references[:30]!r}]"
         )
     if not isinstance(references, Iterable):
-        raise TypeError(f"references must be a list of strings, got {type(references).__name__}: {references!r}")
+        raise TypeError(
+            f"references must be a list of strings, got {type(references).__name__}: {references!r}"
+        )
     refs = list(references)
     for i, ref in enumerate(refs):
         if not isinstance(ref, str):
@@ -66,7 +70,8 @@ def _text_field(test_case: Any, field: str) -> str:
     """``test_case.<field>`` as eval_lib reads it (None -> ""), with a clear error for a wrong object."""
     if not hasattr(test_case, field):
         raise TypeError(
-            f"test case must be an EvalTestCase (or an object with .{field}), got {type(test_case).__name__}; "
+            f"test case must be an EvalTestCase (or an object with .{field}), "
+            f"got {type(test_case).__name__}; "
             "build one with simkernel.EvalTestCase(input=..., actual_output=...)"
         )
     value = getattr(test_case, field)
@@ -96,7 +101,9 @@ class _VectorMetric:
         model_name: str | None,
         verbose: bool,
     ) -> None:
-        self.model = None  # eval_lib's judge-LLM slot (MetricResult.evaluation_model); vector metrics have none
+        self.model = (
+            None  # eval_lib's judge-LLM slot (MetricResult.evaluation_model); vector metrics have none
+        )
         self.threshold = _check_threshold(threshold)
         self.verbose = verbose
         self.provider = get_embedding_provider(embedding_provider, model_name)
@@ -125,10 +132,13 @@ class _VectorMetric:
             embeddings = np.asarray(embeddings)
             if embeddings.ndim != 2 or embeddings.shape[0] != len(refs) + 1:
                 raise ValueError(
-                    f"{self.provider!r} returned embeddings of shape {embeddings.shape} for {len(refs) + 1} texts"
+                    f"{self.provider!r} returned embeddings of shape {embeddings.shape} "
+                    f"for {len(refs) + 1} texts"
                 )
             k = len(refs)
-            groups = score_groups(embeddings, np.zeros(1, np.int64), np.arange(1, k + 1), np.array([0, k]), self._aggregation)
+            groups = score_groups(
+                embeddings, np.zeros(1, np.int64), np.arange(1, k + 1), np.array([0, k]), self._aggregation
+            )
             result = self._result(test_case, float(groups.scores[0]), groups.similarities, cost or 0.0)
         self.print_result(result)
         return result

@@ -24,11 +24,14 @@ __all__ = [
 ]
 
 
-def get_embedding_provider(provider: str | EmbeddingProvider, model_name: str | None = None) -> EmbeddingProvider:
+def get_embedding_provider(
+    provider: str | EmbeddingProvider, model_name: str | None = None
+) -> EmbeddingProvider:
     """The provider for ``provider`` ("openai" or "local", or an :class:`EmbeddingProvider` instance,
     returned as is), with ``model_name`` or the provider's default model.
 
-    An unknown name raises eval_lib's ``ValueError("Unknown embedding provider: <name>. Use 'openai' or 'local'.")``.
+    An unknown name raises eval_lib's ``ValueError``:
+    ``"Unknown embedding provider: <name>. Use 'openai' or 'local'."``.
     """
     if isinstance(provider, EmbeddingProvider):
         return provider

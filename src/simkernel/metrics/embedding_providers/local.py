@@ -68,7 +68,9 @@ class LocalEmbeddingProvider(EmbeddingProvider):
                 if self._encoder is None:
                     from simkernel.runtime import get_text_encoder
 
-                    self._encoder = get_text_encoder(self.model_id, precision=self.precision, threads=self.threads)
+                    self._encoder = get_text_encoder(
+                        self.model_id, precision=self.precision, threads=self.threads
+                    )
         return self._encoder
 
     def embed_sync(self, texts: list[str]) -> np.ndarray:

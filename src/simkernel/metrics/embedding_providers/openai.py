@@ -4,9 +4,10 @@ Speaks the OpenAI embeddings protocol, so it also works with compatible servers 
 LiteLLM proxy, Azure-style gateways that accept a bearer token) through ``OPENAI_BASE_URL``.
 
 - Settings: ``api_key`` (else ``$OPENAI_API_KEY``), ``base_url`` (else ``$OPENAI_BASE_URL``, else
-  ``https://api.openai.com/v1``), ``organization``/``project`` (else ``$OPENAI_ORG_ID``/``$OPENAI_PROJECT_ID``),
-  read when a request is made, as the OpenAI SDK does. The key is required for api.openai.com; a custom
-  ``base_url`` without a key sends no ``Authorization`` header (local servers often need none).
+  ``https://api.openai.com/v1``), ``organization``/``project`` (else ``$OPENAI_ORG_ID``,
+  ``$OPENAI_PROJECT_ID``), read when a request is made, as the OpenAI SDK does. The key is required for
+  api.openai.com; a custom ``base_url`` without a key sends no ``Authorization`` header (local servers
+  often need none).
 - One request per ``embed`` call with ``encoding_format="float"``; inputs are split into several requests
   only above the API's limit of 2,048 inputs per request.
 - Cost in US dollars = ``usage.total_tokens`` x price per 1M tokens / 1e6, not rounded (eval_lib rounds each
@@ -213,7 +214,7 @@ class OpenAIEmbeddingProvider(EmbeddingProvider):
                 retryable = status in _RETRY_STATUSES or status >= 500
                 if not retryable or attempt + 1 == attempts:
                     raise self._http_error(status, _server_message(error_body), url, attempt + 1) from None
-            except (TimeoutError, socket.timeout) as exc:
+            except TimeoutError as exc:
                 if attempt + 1 == attempts:
                     raise self._transport_error(f"timed out after {self.timeout:g} s", url, attempts) from exc
             except urllib.error.URLError as exc:
