@@ -8,6 +8,7 @@ failure. Heavy modules (onnxruntime, the evaluators) load only when a command ne
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 from collections.abc import Sequence
@@ -27,6 +28,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
     except SystemExit as exc:  # argparse: --help/--version (0) or a usage error (2, message printed)
         return exc.code if isinstance(exc.code, int) else EXIT_USAGE
+    # huggingface_hub logs every retry of an unreachable hub; the final error says it all, in one line
+    logging.getLogger("huggingface_hub").setLevel(logging.ERROR)
     try:
         if args.command == "score":
             from simkernel.cli.score import run_score
