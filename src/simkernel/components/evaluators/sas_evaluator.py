@@ -32,7 +32,7 @@ Extensions (none changes the compatible behaviour):
 - ``run`` accepts several correct answers per question: ``ground_truth_answers`` may hold lists of strings
   (``[["Berlin", "Berlin, Germany"], "Paris"]``); that pair's score is the MAX over its ground truths
   (for a cross-encoder, the all-or-nothing logistic rule is applied over all scored pairs first).
-- ``run_async``: the same computation in a worker thread, for ``AsyncPipeline`` and asyncio code.
+- ``run_async``: the same computation in a worker thread, for ``Pipeline.run_async`` and asyncio code.
 
 Differences in bad input: everything Haystack rejects is rejected with Haystack's message; what Haystack
 lets crash deep inside (``None`` or non-string ground truths, non-string predictions, a string instead of
@@ -42,7 +42,6 @@ written to saved pipelines in clear text) and ``device`` is checked when the com
 
 from __future__ import annotations
 
-import asyncio
 import os
 import threading
 from collections.abc import Sequence
@@ -225,7 +224,9 @@ class SASEvaluator:
     async def run_async(
         self, ground_truth_answers: list[str] | list[list[str]], predicted_answers: list[str]
     ) -> dict[str, Any]:
-        """:meth:`run` in a worker thread, so an event loop (``AsyncPipeline``) keeps running meanwhile."""
+        """:meth:`run` in a worker thread, so an event loop (``Pipeline.run_async``) keeps running meanwhile."""
+        import asyncio  # here, not at the top: asyncio costs ~40 ms of import for synchronous users
+
         return await asyncio.to_thread(self.run, ground_truth_answers, predicted_answers)
 
     def _bi_encoder_scores(
