@@ -1,0 +1,171 @@
+"""int8 quantisation of an exported fp32 transformer graph, batch-independent by construction.
+
+Why not onnxruntime's ``quantize_dynamic``: its ``DynamicQuantizeLinear`` computes ONE activation scale
+over the whole input tensor, i.e. over every token of every text in the batch. A text's embedding then
+depends on which other texts share its batch (cosine 0.977 between the same text embedded alone and in a
+batch, see benchmarks/README.md), so an evaluation metric would give the same pair different scores
+depending on what else is scored. That is a defect for an evaluation library.
+
+The methods here (chosen by measurement, ``benchmarks/int8_study.py``):
+
+``"per-row"`` (the default)
+    Every ``MatMul`` whose right operand is a weight initializer ``W`` (K, N) becomes::
+
+        s   = max(|x|, over the last axis) / 127          one scale per token row (batch, seq, 1)
+        q   = Cast<int8>(Round(x / s))                    symmetric, zero point 0
+        y   = Cast<float>(MatMulInteger(q, Wq)) * s * sw  int32 accumulation, exact
+
+    with ``Wq`` int8, symmetric, one scale ``sw`` per output column (per-channel). A token's quantised
+    activations depend on that token alone: the embedding of a text does not depend on its batch-mates
+    (up to the float rounding noise of the fp32 parts, which can flip one rounding step). Needs no
+    calibration data. Activation x activation products (attention scores) stay fp32.
+``"static"``
+    onnxruntime ``quantize_static`` (QDQ, per-channel int8 weights, uint8 activations) with scales
+    calibrated on the texts given; also batch-independent, but its fixed ranges clip outliers of
+    texts unlike the calibration set.
+``"dynamic"`` / ``"dynamic-per-channel"``
+    onnxruntime ``quantize_dynamic`` (per-tensor activation scales): batch-DEPENDENT, kept only so the
+    study can measure it; never the default.
+
+Weights are rounded half-to-even (numpy/ONNX ``Round``), clipped to [-127, 127].
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+import numpy as np
+
+QUANTIZATION_METHODS = ("per-row", "static", "dynamic", "dynamic-per-channel")
+DEFAULT_QUANTIZATION = "per-row"
+
+
+def quantize_model(
+    src: str | Path,
+    dst: str | Path,
+    method: str = DEFAULT_QUANTIZATION,
+    calibration_feeds: Iterable[Mapping[str, np.ndarray]] | None = None,
+    exclude_nodes: Iterable[str] = (),
+) -> dict:
+    """Write an int8 version of the fp32 ONNX graph ``src`` to ``dst``; returns a description for the manifest.
+
+    ``calibration_feeds`` (input name -> int64 array dicts) is required by ``"static"`` only.
+    ``exclude_nodes`` names MatMul nodes to keep in fp32. Needs the ``onnx`` package (export extra).
+    """
+    if method not in QUANTIZATION_METHODS:
+        raise ValueError(f"method must be one of {QUANTIZATION_METHODS}, got {method!r}")
+    src, dst = Path(src), Path(dst)
+    if method == "per-row":
+        count = quantize_per_row(src, dst, exclude_nodes=exclude_nodes)
+        return {"method": method, "weights": "int8 symmetric per output channel",
+                "activations": "int8 symmetric per token row, computed at run time", "quantized_matmuls": count,
+                "batch_independent": True}
+    from simkernel._optional import import_optional
+
+    quant = import_optional("onnxruntime.quantization", "export", "int8 quantisation")
+    if method == "static":
+        if calibration_feeds is None:
+            raise ValueError("method='static' needs calibration_feeds (input name -> int64 array dicts)")
+        reader = _FeedReader(list(calibration_feeds))
+        quant.quantize_static(
+            str(src), str(dst), reader, quant_format=quant.QuantFormat.QDQ, op_types_to_quantize=["MatMul"],
+            per_channel=True, activation_type=quant.QuantType.QUInt8, weight_type=quant.QuantType.QInt8,
+            nodes_to_quantize=_weight_matmuls(src), nodes_to_exclude=list(exclude_nodes),
+            calibrate_method=quant.CalibrationMethod.MinMax,
+            extra_options={"ActivationSymmetric": False, "WeightSymmetric": True},
+        )
+        return {"method": method, "format": "QDQ", "weights": "int8 per channel",
+                "activations": "uint8 static (MinMax calibration)", "calibration_batches": len(reader.feeds),
+                "batch_independent": True}
+    per_channel = method == "dynamic-per-channel"
+    quant.quantize_dynamic(str(src), str(dst), per_channel=per_channel, weight_type=quant.QuantType.QInt8,
+                           op_types_to_quantize=["MatMul"], nodes_to_exclude=list(exclude_nodes))
+    return {"method": method, "weights": "int8 per channel" if per_channel else "int8 per tensor",
+            "activations": "uint8 dynamic per tensor (whole batch)", "batch_independent": False}
+
+
+class _FeedReader:
+    """onnxruntime CalibrationDataReader over a list of feed dicts."""
+
+    def __init__(self, feeds: list[Mapping[str, np.ndarray]]) -> None:
+        self.feeds = feeds
+        self._it = iter(feeds)
+
+    def get_next(self):
+        return next(self._it, None)
+
+    def rewind(self) -> None:
+        self._it = iter(self.feeds)
+
+
+def _weight_matmuls(path: Path) -> list[str]:
+    """Names of the MatMul nodes whose second input is a 2-D initializer (the dense layers)."""
+    import onnx
+
+    model = onnx.load(str(path), load_external_data=False)
+    inits = {i.name: i for i in model.graph.initializer}
+    return [n.name for n in model.graph.node
+            if n.op_type == "MatMul" and n.input[1] in inits and len(inits[n.input[1]].dims) == 2]
+
+
+def quantize_per_row(src: str | Path, dst: str | Path, exclude_nodes: Iterable[str] = ()) -> int:
+    """Rewrite ``src`` with per-row (per-token) symmetric int8 activations and per-channel int8 weights
+    for every weight MatMul (see the module docstring); returns how many MatMuls were quantised."""
+    from simkernel._optional import import_optional
+
+    onnx = import_optional("onnx", "export", "int8 quantisation")
+    from onnx import TensorProto, helper, numpy_helper
+
+    model = onnx.load(str(src))
+    graph = model.graph
+    opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 17)
+    inits = {i.name: i for i in graph.initializer}
+    excluded = set(exclude_nodes)
+    new_nodes, new_inits, count = [], [], 0
+
+    def const(name: str, value: np.ndarray) -> str:
+        new_inits.append(numpy_helper.from_array(value, name))
+        return name
+
+    inv127 = const("simkernel_q/inv127", np.array(1.0 / 127.0, dtype=np.float32))
+    tiny = const("simkernel_q/tiny", np.array(1e-12, dtype=np.float32))
+    axes = const("simkernel_q/axes", np.array([-1], dtype=np.int64)) if opset >= 18 else None
+    for node in graph.node:
+        weight = inits.get(node.input[1]) if node.op_type == "MatMul" and len(node.input) == 2 else None
+        if weight is None or len(weight.dims) != 2 or node.name in excluded:
+            new_nodes.append(node)
+            continue
+        w = numpy_helper.to_array(weight).astype(np.float32)
+        w_scale = np.maximum(np.abs(w).max(axis=0), 1e-12) / 127.0
+        w_q = np.clip(np.round(w / w_scale), -127, 127).astype(np.int8)
+        p = f"simkernel_q/{count}"
+        wq_name = const(p + "/w_int8", w_q)
+        ws_name = const(p + "/w_scale", w_scale.astype(np.float32))
+        x, y = node.input[0], node.output[0]
+        reduce_inputs = [p + "/abs"] + ([axes] if axes else [])
+        reduce_attrs = {"keepdims": 1} if axes else {"keepdims": 1, "axes": [-1]}
+        new_nodes += [
+            helper.make_node("Abs", [x], [p + "/abs"], name=p + "/Abs"),
+            helper.make_node("ReduceMax", reduce_inputs, [p + "/absmax"], name=p + "/ReduceMax", **reduce_attrs),
+            helper.make_node("Max", [p + "/absmax", tiny], [p + "/absmax_safe"], name=p + "/Max"),
+            helper.make_node("Mul", [p + "/absmax_safe", inv127], [p + "/x_scale"], name=p + "/Scale"),
+            helper.make_node("Div", [x, p + "/x_scale"], [p + "/x_div"], name=p + "/Div"),
+            helper.make_node("Round", [p + "/x_div"], [p + "/x_round"], name=p + "/Round"),
+            helper.make_node("Cast", [p + "/x_round"], [p + "/x_int8"], name=p + "/CastInt8", to=TensorProto.INT8),
+            helper.make_node("MatMulInteger", [p + "/x_int8", wq_name], [p + "/y_int32"], name=p + "/MatMulInteger"),
+            helper.make_node("Cast", [p + "/y_int32"], [p + "/y_float"], name=p + "/CastFloat",
+                             to=TensorProto.FLOAT),
+            helper.make_node("Mul", [p + "/y_float", p + "/x_scale"], [p + "/y_row"], name=p + "/MulRow"),
+            helper.make_node("Mul", [p + "/y_row", ws_name], [y], name=p + "/MulCol"),
+        ]
+        count += 1
+    used = {i for n in new_nodes for i in n.input}
+    kept = [i for i in graph.initializer if i.name in used]
+    del graph.node[:]
+    graph.node.extend(new_nodes)
+    del graph.initializer[:]
+    graph.initializer.extend(kept + [i for i in new_inits if i.name in used])
+    onnx.checker.check_model(model)
+    onnx.save(model, str(dst))
+    return count
