@@ -1,4 +1,4 @@
-"""Helpers of the command-line tests: run ``main([...])`` in-process with captured streams, write input files."""
+"""Helpers of the command-line tests: run ``main([...])`` in-process with captured streams, write inputs."""
 
 from __future__ import annotations
 

@@ -15,7 +15,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 import scipy.stats
-
 from tests.cli.conftest import EXAMPLES, REPO
 
 SCRIPT = Path(sys.executable).with_name("simkernel")
@@ -24,13 +23,21 @@ SCRIPT = Path(sys.executable).with_name("simkernel")
 @pytest.fixture(scope="module")
 def script() -> str:
     if not SCRIPT.is_file():
-        pytest.fail(f"the console script {SCRIPT} is missing: install the package (pip install -e .) into {sys.prefix}")
+        pytest.fail(
+            f"the console script {SCRIPT} is missing: install the package (pip install -e .) "
+            f"into {sys.prefix}"
+        )
     return str(SCRIPT)
 
 
 def run(argv, *, stdin=None, env=None, cwd=REPO, timeout=600):
     return subprocess.run(
-        argv, input=stdin, capture_output=True, cwd=cwd, env={**os.environ, **(env or {})}, timeout=timeout,
+        argv,
+        input=stdin,
+        capture_output=True,
+        cwd=cwd,
+        env={**os.environ, **(env or {})},
+        timeout=timeout,
         check=False,
     )
 
@@ -40,8 +47,20 @@ def test_version_help_and_module_entry_point(script):
 
     assert run([script, "--version"]).stdout.decode().strip() == f"simkernel {__version__}"
     help_text = run([sys.executable, "-m", "simkernel", "score", "--help"]).stdout.decode()
-    for option in ("--mode {sas,reference,exact}", "--ground-truth", "--predicted", "--references", "--label",
-                   "--model", "--precision", "--aggregation", "--threshold", "--batch-size", "--output", "--quiet"):
+    for option in (
+        "--mode {sas,reference,exact}",
+        "--ground-truth",
+        "--predicted",
+        "--references",
+        "--label",
+        "--model",
+        "--precision",
+        "--aggregation",
+        "--threshold",
+        "--batch-size",
+        "--output",
+        "--quiet",
+    ):
         assert option in help_text
 
 
@@ -52,7 +71,8 @@ def test_exit_codes_and_one_line_errors(script, tmp_path):
     missing = run([script, "score", str(tmp_path / "none.csv")])
     assert missing.returncode == 1
     assert missing.stderr.decode().strip().splitlines() == [
-        f"simkernel: error: input file {str(tmp_path / 'none.csv')!r} does not exist; check the path (use - to read stdin)"
+        f"simkernel: error: input file {str(tmp_path / 'none.csv')!r} does not exist; "
+        "check the path (use - to read stdin)"
     ]
     assert missing.stdout == b""
 
@@ -61,7 +81,10 @@ def test_pipe_in_and_out(script):
     data = "ground_truth,predicted\nЛев Толстой,Лев Толстой\n北京,上海\n".encode()
     result = run([script, "score", "-", "--mode", "exact"], stdin=data)
     assert result.returncode == 0, result.stderr
-    assert result.stdout.decode("utf-8") == "ground_truth,predicted,score\nЛев Толстой,Лев Толстой,1\n北京,上海,0\n"
+    assert (
+        result.stdout.decode("utf-8")
+        == "ground_truth,predicted,score\nЛев Толстой,Лев Толстой,1\n北京,上海,0\n"
+    )
     assert b"2 rows" in result.stderr
 
 
@@ -69,27 +92,44 @@ def test_closed_stdout_is_not_a_traceback(script, tmp_path):
     big = tmp_path / "big.csv"
     big.write_text("ground_truth,predicted\n" + "a,a\n" * 200_000, encoding="utf-8")
     pipeline = subprocess.run(
-        f"{script} score {big} --mode exact -q | head -n 1", shell=True, capture_output=True, timeout=300, check=False
+        f"{script} score {big} --mode exact -q | head -n 1",
+        shell=True,
+        capture_output=True,
+        timeout=300,
+        check=False,
     )
     assert pipeline.stdout == b"ground_truth,predicted,score\n"
     assert b"Traceback" not in pipeline.stderr
 
 
 def test_the_issues_squad_example_offline(script, tmp_path, shared_dir, minilm):
-    """`simkernel score ../shared/data/sas/SQuAD_SAS.csv --ground-truth answer1 --predicted answer2 --label label
-    --output scored.csv`, run from the repo root with the hub unreachable; scores equal the real Haystack
-    SASEvaluator's (stored by scripts/haystack_reference_scores.sh) within 1e-5."""
+    """`simkernel score ../shared/data/sas/SQuAD_SAS.csv --ground-truth answer1 --predicted answer2
+    --label label --output scored.csv`, run from the repo root with the hub unreachable; scores equal the
+    real Haystack SASEvaluator's (stored by scripts/haystack_reference_scores.sh) within 1e-5."""
     out = tmp_path / "scored.csv"
     result = run(
-        [script, "score", "../shared/data/sas/SQuAD_SAS.csv", "--ground-truth", "answer1", "--predicted", "answer2",
-         "--label", "label", "--output", str(out)],
+        [
+            script,
+            "score",
+            "../shared/data/sas/SQuAD_SAS.csv",
+            "--ground-truth",
+            "answer1",
+            "--predicted",
+            "answer2",
+            "--label",
+            "label",
+            "--output",
+            str(out),
+        ],
         env={"HF_HUB_OFFLINE": "1"},
     )
     assert result.returncode == 0, result.stderr.decode()
     with open(out, newline="", encoding="utf-8") as fh:
         scored = list(csv.DictReader(fh))
     assert len(scored) == 942 and list(scored[0]) == ["answer1", "answer2", "label", "score"]
-    haystack = json.loads((REPO / "tests" / "data" / "haystack_sas_all_minilm.json").read_text(encoding="utf-8"))
+    haystack = json.loads(
+        (REPO / "tests" / "data" / "haystack_sas_all_minilm.json").read_text(encoding="utf-8")
+    )
     squad = next(d for d in haystack["datasets"] if d["name"] == "SQuAD")
     scores = np.array([float(r["score"]) for r in scored])
     np.testing.assert_allclose(scores, squad["scores"], atol=1e-5)

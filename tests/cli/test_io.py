@@ -63,7 +63,7 @@ def test_jsonl_columns_in_first_seen_order_and_values_kept(tmp_path):
 
 @pytest.mark.parametrize(
     ("text", "fmt"),
-    [('{"a": 1}\n', "jsonl"), ("  \n{\"a\": 1}\n", "jsonl"), ("a\tb\n1\t2\n", "tsv"), ("a,b\n1,2\n", "csv")],
+    [('{"a": 1}\n', "jsonl"), ('  \n{"a": 1}\n', "jsonl"), ("a\tb\n1\t2\n", "tsv"), ("a,b\n1,2\n", "csv")],
 )
 def test_stdin_is_sniffed(monkeypatch, text, fmt):
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(text.encode())))

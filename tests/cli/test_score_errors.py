@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import pytest
-
 from tests.cli.conftest import EXAMPLES
 
 
@@ -22,7 +21,11 @@ def assert_one_line_error(result, code, *fragments):
 def test_missing_column_lists_the_columns_found(cli):
     result = cli("score", EXAMPLES / "answers.csv", "--predicted", "answer")
     assert_one_line_error(
-        result, 1, "no column 'answer'", "columns found: question, ground_truth, predicted, label", "--predicted"
+        result,
+        1,
+        "no column 'answer'",
+        "columns found: question, ground_truth, predicted, label",
+        "--predicted",
     )
 
 
@@ -58,7 +61,10 @@ def test_unknown_mode_is_exit_2(cli):
         (["--references", "refs"], "--references does not apply to --mode sas"),
         (["--aggregation", "mean"], "--aggregation does not apply to --mode sas"),
         (["--mode", "exact", "--model", "m", "--precision", "int8"], "--model, --precision does not apply"),
-        (["--mode", "reference", "--ground-truth", "gt"], "--ground-truth does not apply to --mode reference"),
+        (
+            ["--mode", "reference", "--ground-truth", "gt"],
+            "--ground-truth does not apply to --mode reference",
+        ),
         (["--output", "out.xlsx"], "cannot tell the format of 'out.xlsx'"),
         (["--score-column", " "], "--score-column must be a non-empty name"),
     ],
@@ -79,18 +85,24 @@ def test_unknown_input_extension_is_exit_2(cli, write):
 
 
 def test_empty_cell_names_its_line_and_counts_the_others(cli, write, tmp_path):
-    text = "ground_truth,predicted\nParis,Paris\nBerlin,\n,Rome\n\"multi\nline\",x\nMadrid,  \n"
+    text = 'ground_truth,predicted\nParis,Paris\nBerlin,\n,Rome\n"multi\nline",x\nMadrid,  \n'
     path = write("a.csv", text)
     out = tmp_path / "out.csv"
     result = cli("score", path, "--mode", "exact", "--output", out)
     assert_one_line_error(
-        result, 1, "a.csv line 3: column 'predicted' is empty", "--allow-empty", "and 2 more bad rows: lines 4, 7"
+        result,
+        1,
+        "a.csv line 3: column 'predicted' is empty",
+        "--allow-empty",
+        "and 2 more bad rows: lines 4, 7",
     )
     assert not out.exists()  # a failed run writes nothing
 
 
 def test_bad_row_in_jsonl_names_its_line(cli, write):
-    path = write("a.jsonl", '{"ground_truth": "a", "predicted": "a"}\n\n{"ground_truth": "b", "predicted": null}\n')
+    path = write(
+        "a.jsonl", '{"ground_truth": "a", "predicted": "a"}\n\n{"ground_truth": "b", "predicted": null}\n'
+    )
     assert_one_line_error(cli("score", path), 1, "a.jsonl line 3: column 'predicted' holds null")
     path = write("b.jsonl", '{"ground_truth": "a", "predicted": "a"}\n{"ground_truth": "b"}\n')
     assert_one_line_error(cli("score", path), 1, "b.jsonl line 2: no 'predicted' field")
@@ -102,8 +114,12 @@ def test_bad_row_in_jsonl_names_its_line(cli, write):
 
 def test_unreadable_row_names_its_line(cli, write):
     path = write("a.csv", "ground_truth,predicted\na,b\nc,d,e\n")
-    assert_one_line_error(cli("score", path, "--mode", "exact"), 1, "a.csv line 3: 3 fields where the header has 2")
-    path = write("b.jsonl", '{"ground_truth": "a", "predicted": "b"}\n{"ground_truth": "a" "predicted": "b"}\n')
+    assert_one_line_error(
+        cli("score", path, "--mode", "exact"), 1, "a.csv line 3: 3 fields where the header has 2"
+    )
+    path = write(
+        "b.jsonl", '{"ground_truth": "a", "predicted": "b"}\n{"ground_truth": "a" "predicted": "b"}\n'
+    )
     assert_one_line_error(cli("score", path, "--mode", "exact"), 1, "b.jsonl line 2: not valid JSON")
     path = write("c.csv", b"ground_truth,predicted\na,b\n\xe9t\xe9,c\n")
     assert_one_line_error(cli("score", path, "--mode", "exact"), 1, "c.csv line 3: not valid UTF-8")
@@ -135,14 +151,21 @@ def test_references_must_be_a_list_of_texts(cli, write, references, fragment):
 def test_non_numeric_label_names_its_line(cli, write):
     path = write("a.csv", "ground_truth,predicted,label\na,a,2\nb,c,high\n")
     assert_one_line_error(
-        cli("score", path, "--mode", "exact", "--label", "label"), 1, "a.csv line 3: label column 'label' holds 'high'"
+        cli("score", path, "--mode", "exact", "--label", "label"),
+        1,
+        "a.csv line 3: label column 'label' holds 'high'",
     )
 
 
 def test_existing_score_column_is_never_overwritten(cli, write):
     path = write("a.csv", "ground_truth,predicted,score\na,a,0.3\n")
-    assert_one_line_error(cli("score", path, "--mode", "exact"), 1, "already has a column 'score'", "--score-column")
+    assert_one_line_error(
+        cli("score", path, "--mode", "exact"), 1, "already has a column 'score'", "--score-column"
+    )
     path = write("b.csv", "ground_truth,predicted,success\na,a,yes\n")
     assert_one_line_error(
-        cli("score", path, "--mode", "exact", "--threshold", "1"), 1, "already has a column 'success'", "rename"
+        cli("score", path, "--mode", "exact", "--threshold", "1"),
+        1,
+        "already has a column 'success'",
+        "rename",
     )

@@ -10,7 +10,6 @@ import json
 import numpy as np
 import pytest
 import scipy.stats
-
 from tests.cli.conftest import EXAMPLES, cosines, read_csv_rows
 
 ANSWERS = EXAMPLES / "answers.csv"
@@ -31,7 +30,9 @@ def test_sas_on_the_example_matches_sentence_transformers(cli, tmp_path, minilm,
     assert list(scored[0]) == ["question", "ground_truth", "predicted", "label", "score"]
     assert [{k: r[k] for k in source[0]} for r in scored] == source
     scores = np.array([float(r["score"]) for r in scored])
-    expected = st_sas_scores(reference_embed, [r["ground_truth"] for r in source], [r["predicted"] for r in source])
+    expected = st_sas_scores(
+        reference_embed, [r["ground_truth"] for r in source], [r["predicted"] for r in source]
+    )
     np.testing.assert_allclose(scores, expected, atol=1e-5)
 
     labels = np.array([float(r["label"]) for r in source])
@@ -42,7 +43,10 @@ def test_sas_on_the_example_matches_sentence_transformers(cli, tmp_path, minilm,
     assert summary["spearman"] == pytest.approx(scipy.stats.spearmanr(scores, labels).statistic, abs=1e-9)
     assert summary["threshold"] is None and summary["passed"] is None
     # the printed summary says the same
-    assert "simkernel score: 45 rows, mode sas, model sentence-transformers/all-MiniLM-L6-v2 (fp32)" in result.err
+    assert (
+        "simkernel score: 45 rows, mode sas, model sentence-transformers/all-MiniLM-L6-v2 (fp32)"
+        in result.err
+    )
     assert f"Pearson {summary['pearson']:.4f}, Spearman {summary['spearman']:.4f}" in result.err
     assert f"mean score  {scores.mean():.4f}" in result.err
     assert "rows/s" in result.err
@@ -79,8 +83,11 @@ def test_every_format_and_stdin_give_the_same_scores(cli, tmp_path, minilm):
     assert [list(r) for r in jsonl_rows] == [[*rows[0], "score"]] * len(rows)
     assert [{k: r[k] for k in rows[0]} for r in jsonl_rows] == rows
 
-    for stdin_text in (ANSWERS.read_text(encoding="utf-8"), jsonl.read_text(encoding="utf-8"),
-                       tsv.read_text(encoding="utf-8")):
+    for stdin_text in (
+        ANSWERS.read_text(encoding="utf-8"),
+        jsonl.read_text(encoding="utf-8"),
+        tsv.read_text(encoding="utf-8"),
+    ):
         piped = cli("score", "-", "-q", "--output-format", "csv", stdin=stdin_text)
         assert piped.code == 0, piped.err
         piped_scores = [float(r["score"]) for r in csv.DictReader(piped.out.splitlines())]
@@ -92,11 +99,20 @@ def test_every_format_and_stdin_give_the_same_scores(cli, tmp_path, minilm):
 
 def test_jsonl_keeps_values_and_scores_several_ground_truths_by_the_best(cli, write, minilm, reference_embed):
     rows = [
-        {"id": 7, "meta": {"lang": "en", "tags": ["a"]}, "ground_truth": ["Berlin", "the German capital"],
-         "predicted": "Berlin", "label": 2},
+        {
+            "id": 7,
+            "meta": {"lang": "en", "tags": ["a"]},
+            "ground_truth": ["Berlin", "the German capital"],
+            "predicted": "Berlin",
+            "label": 2,
+        },
         {"id": 8, "meta": None, "ground_truth": "Paris", "predicted": "Lyon", "label": 0},
-        {"id": 9, "ground_truth": ["Canberra", "Australia's capital city"], "predicted": "the capital of Australia",
-         "label": 2},
+        {
+            "id": 9,
+            "ground_truth": ["Canberra", "Australia's capital city"],
+            "predicted": "the capital of Australia",
+            "label": 2,
+        },
     ]
     path = write("several.jsonl", "".join(json.dumps(r) + "\n" for r in rows))
     result = cli("score", path, "--threshold", "0.5")
@@ -105,7 +121,11 @@ def test_jsonl_keeps_values_and_scores_several_ground_truths_by_the_best(cli, wr
     for original, scored in zip(rows, out, strict=True):
         assert list(scored) == [*original, "score", "success"]
         assert {k: scored[k] for k in original} == original
-        truths = original["ground_truth"] if isinstance(original["ground_truth"], list) else [original["ground_truth"]]
+        truths = (
+            original["ground_truth"]
+            if isinstance(original["ground_truth"], list)
+            else [original["ground_truth"]]
+        )
         expected = st_sas_scores(reference_embed, truths, [original["predicted"]] * len(truths)).max()
         assert scored["score"] == pytest.approx(expected, abs=1e-5)
         assert scored["success"] is (scored["score"] >= 0.5)
@@ -121,7 +141,9 @@ def test_threshold_adds_success_and_the_pass_rate(cli, tmp_path, minilm):
     passed = sum(r["success"] == "true" for r in scored)
     summary = json.loads((tmp_path / "s.json").read_text(encoding="utf-8"))
     assert summary["passed"] == passed and summary["threshold"] == 0.7
-    assert f"pass rate   {passed / len(scored):.1%} ({passed} of {len(scored)} with score >= 0.7)" in result.err
+    assert (
+        f"pass rate   {passed / len(scored):.1%} ({passed} of {len(scored)} with score >= 0.7)" in result.err
+    )
 
 
 def _reference_match(reference_embed, predicted, references, aggregation):
@@ -152,13 +174,15 @@ def test_reference_mode_matches_eval_libs_formula(cli, tmp_path, minilm, referen
     assert f"mode reference ({aggregation})" in result.err and "pass rate" in result.err
 
 
-def test_reference_mode_reads_json_lists_from_csv_and_scores_no_references_as_zero(cli, write, minilm, reference_embed):
+def test_reference_mode_reads_json_lists_from_csv_and_scores_no_references_as_zero(
+    cli, write, minilm, reference_embed
+):
     path = write(
         "refs.csv",
-        'predicted,references\n'
+        "predicted,references\n"
         'Paris is the capital,"[""Paris"", ""the capital of France""]"\n'
         'Лев Толстой,"[""Толстой""]"\n'
-        'no references here,[]\n',
+        "no references here,[]\n",
     )
     result = cli("score", path, "--mode", "reference", "--threshold", "0.5")
     assert result.code == 0, result.err
@@ -177,7 +201,8 @@ def test_reference_mode_reads_json_lists_from_csv_and_scores_no_references_as_ze
 def test_exact_mode_is_case_and_whitespace_sensitive(cli, write):
     path = write(
         "exact.tsv",
-        "ground_truth\tpredicted\nParis\tParis\nParis\tparis\nParis\tParis \nЛев Толстой\tЛев Толстой\n北京\t北京市\n",
+        "ground_truth\tpredicted\nParis\tParis\nParis\tparis\nParis\tParis \n"
+        "Лев Толстой\tЛев Толстой\n北京\t北京市\n",
     )
     result = cli("score", path, "--mode", "exact", "--threshold", "1")
     assert result.code == 0, result.err
@@ -198,8 +223,21 @@ def test_rows_without_a_label_are_scored_but_left_out_of_the_correlation(cli, tm
     assert "(and 1 more bad row: line 229)" in refused.err
     assert not out.exists()
 
-    result = cli("score", german, "--ground-truth", "answer1", "--predicted", "answer2", "--label", "label",
-                 "--allow-empty", "-o", out, "--summary-json", summary_path)
+    result = cli(
+        "score",
+        german,
+        "--ground-truth",
+        "answer1",
+        "--predicted",
+        "answer2",
+        "--label",
+        "label",
+        "--allow-empty",
+        "-o",
+        out,
+        "--summary-json",
+        summary_path,
+    )
     assert result.code == 0, result.err
     scored = read_csv_rows(out)
     assert len(scored) == 425

@@ -18,9 +18,7 @@ labels = st.lists(st.sampled_from([0.0, 1.0, 2.0]), min_size=3, max_size=60)
 @settings(max_examples=200, deadline=None)
 @given(data=st.data(), y=labels)
 def test_matches_scipy_with_ties(data, y):
-    x = data.draw(
-        st.lists(st.floats(-1.0, 1.0, allow_nan=False, width=32), min_size=len(y), max_size=len(y))
-    )
+    x = data.draw(st.lists(st.floats(-1.0, 1.0, allow_nan=False, width=32), min_size=len(y), max_size=len(y)))
     expected_r = scipy.stats.pearsonr(x, y).statistic if np.ptp(x) > 0 and np.ptp(y) > 0 else math.nan
     expected_rho = scipy.stats.spearmanr(x, y).statistic if np.ptp(x) > 0 and np.ptp(y) > 0 else math.nan
     for got, want in ((pearson(x, y), expected_r), (spearman(x, y), expected_rho)):

@@ -131,7 +131,9 @@ def _parse_delimited(text: str, fmt: str, source: str) -> Table:
         except StopIteration:
             break
         except csv.Error as exc:
-            raise DataError(f"{source} line {start}: not readable as {name} ({exc}); check its quoting") from None
+            raise DataError(
+                f"{source} line {start}: not readable as {name} ({exc}); check its quoting"
+            ) from None
         if not record:
             continue  # a blank line is not a row
         if header is None:
@@ -157,7 +159,9 @@ def _check_header(record: list[str], source: str, name: str) -> list[str]:
         )
     duplicates = sorted({field for field in header if header.count(field) > 1})
     if duplicates:
-        raise DataError(f"{source} line 1: duplicate column names {duplicates}; give each column its own name")
+        raise DataError(
+            f"{source} line 1: duplicate column names {duplicates}; give each column its own name"
+        )
     return header
 
 
@@ -242,7 +246,9 @@ def _write_atomically(path: Path, text: str) -> None:
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
     except OSError as exc:
-        raise DataError(f"cannot write output {str(path)!r}: {exc.strerror or exc}; check the folder exists") from None
+        raise DataError(
+            f"cannot write output {str(path)!r}: {exc.strerror or exc}; check the folder exists"
+        ) from None
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
             handle.write(text)

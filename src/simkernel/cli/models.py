@@ -29,14 +29,18 @@ def _list(args: argparse.Namespace) -> None:
     rows = [("model", "kind", "dim", "languages", "in store", "notes")]
     for known in KNOWN_MODELS:
         entry = stored.pop(known.id, None)
-        note = ("default; " if known.id == DEFAULT_MODEL else "") + known.description.removeprefix("default; ")
+        note = ("default; " if known.id == DEFAULT_MODEL else "") + known.description.removeprefix(
+            "default; "
+        )
         rows.append((known.id, known.kind, str(known.dim), known.languages, _precisions(entry), note))
     for model_id, entry in sorted(stored.items()):
         rows.append((model_id, "?", "", "", _precisions(entry), "in the store, not in the registry"))
     _print_table(rows)
     print(f"\nstore: {store.store_root() / 'models'}   (set SIMKERNEL_HOME to move it)")
-    print("prepare the default offline: simkernel models prepare; others: simkernel models prepare ID "
-          "(needs the hub) or simkernel models export CHECKPOINT DIR")
+    print(
+        "prepare the default offline: simkernel models prepare; others: simkernel models prepare ID "
+        "(needs the hub) or simkernel models export CHECKPOINT DIR"
+    )
 
 
 def _precisions(entry: Any) -> str:
@@ -68,11 +72,13 @@ def _prepare(args: argparse.Namespace) -> None:
 
 
 def _export(args: argparse.Namespace) -> None:
-    from simkernel.runtime.export import export_model
-
     src = Path(args.src)
     if not src.is_dir():
-        raise DataError(f"SRC {args.src!r} is not a folder; give a sentence-transformers or transformers checkpoint")
+        raise DataError(
+            f"SRC {args.src!r} is not a folder; give a sentence-transformers or transformers checkpoint"
+        )
+    from simkernel.runtime.export import export_model
+
     folder = export_model(src, Path(args.dst), precision=args.precision)
     print(f"exported {src} to {folder}")
     _print_files(Path(folder))
@@ -93,11 +99,15 @@ def _info(args: argparse.Namespace) -> None:
     if not folder.is_dir():
         if known is None:
             raise DataError(
-                f"{args.model!r} is neither a folder nor a model in the store ({store.store_root() / 'models'}); "
+                f"{args.model!r} is neither a folder nor a model in the store "
+                f"({store.store_root() / 'models'}); "
                 "see simkernel models list"
             )
         print(f"id           {known.id}")
-        print(f"kind         {known.kind}, dim {known.dim}, pooling {known.pooling}, max length {known.max_seq_length}")
+        print(
+            f"kind         {known.kind}, dim {known.dim}, pooling {known.pooling}, "
+            f"max length {known.max_seq_length}"
+        )
         print(f"languages    {known.languages}")
         print(f"hub          {known.hub_repo} @ {known.revision}")
         print(f"in store     no: simkernel models prepare {known.id}")
@@ -109,9 +119,11 @@ def _info(args: argparse.Namespace) -> None:
     if config.is_cross_encoder:
         print(f"kind         cross-encoder, {config.num_labels} label(s), activation {config.activation}")
     else:
-        print(f"kind         bi-encoder, dim {config.dim}, pooling {config.pooling}, "
-              f"normalize {'yes' if config.normalize else 'no'}")
-    print(f"max length   {config.max_seq_length} tokens{', lower-cased' if config.do_lower_case else ''}")
+        print(
+            f"kind         bi-encoder, dim {config.dim}, pooling {config.pooling}, "
+            f"normalize {'yes' if config.normalize else 'no'}"
+        )
+    print(f"max length   {config.max_seq_length} tokens")
     if known is not None:
         print(f"languages    {known.languages}")
     source = manifest.get("source")

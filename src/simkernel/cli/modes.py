@@ -66,7 +66,8 @@ def english_only_note(model: str, predicted: Sequence[str], targets: Sequence[An
     if not rows:
         return None
     return (
-        f"{rows} row(s) hold non-Latin text (e.g. Russian, Chinese) but {known.id} is English-only: it splits "
+        f"{rows} row(s) hold non-Latin text (e.g. Russian, Chinese) but {known.id} is English-only: "
+        "it splits "
         "such text into characters and those scores are not meaningful; use a multilingual model such as "
         "--model sentence-transformers/paraphrase-multilingual-MiniLM-L12-v2"
     )
@@ -93,7 +94,8 @@ class SasScorer:
         scores = result["individual_scores"]
         if scores and isinstance(scores[0], (list, tuple)):
             raise DataError(
-                f"the model gives {len(scores[0])} scores per pair (a classifier with several labels), not one "
+                f"the model gives {len(scores[0])} scores per pair (a classifier with several labels), "
+                "not one "
                 "similarity; use a bi-encoder or a one-label cross-encoder with --model"
             )
         return [float(s) for s in scores]
@@ -123,10 +125,14 @@ class ReferenceScorer:
     function ``ReferenceMatchMetric`` and ``evaluate`` score with), embeddings from the metrics' "local"
     provider; a row without references scores 0.0, as the metric's no-references result."""
 
-    def __init__(self, model: str, precision: str, batch_size: int, threads: int | None, aggregation: str) -> None:
+    def __init__(
+        self, model: str, precision: str, batch_size: int, threads: int | None, aggregation: str
+    ) -> None:
         from simkernel.metrics.embedding_providers import LocalEmbeddingProvider
 
-        self.provider = LocalEmbeddingProvider(model, precision=precision, threads=threads, batch_size=batch_size)
+        self.provider = LocalEmbeddingProvider(
+            model, precision=precision, threads=threads, batch_size=batch_size
+        )
         self.aggregation = aggregation
         self.description = f"mode reference ({aggregation}), model {self.provider.model_id} ({precision})"
         self.notes: list[str] = []
@@ -150,5 +156,7 @@ class ReferenceScorer:
         ).scores
         self._no_references += int(np.count_nonzero(np.diff(offsets) == 0))
         if self._no_references:
-            self.notes[:] = [f"{self._no_references} row(s) had no references and scored 0.0, as eval_lib does"]
+            self.notes[:] = [
+                f"{self._no_references} row(s) had no references and scored 0.0, as eval_lib does"
+            ]
         return [float(s) for s in scores]

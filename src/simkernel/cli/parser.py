@@ -71,7 +71,7 @@ def build_parser() -> argparse.ArgumentParser:
     """The full ``simkernel`` argument parser."""
     parser = OneLineErrorParser(
         prog="simkernel",
-        description="Score semantic similarity of answers on a CPU (ONNX models, no PyTorch), and manage models.",
+        description="Score semantic similarity of answers on a CPU (ONNX models, no PyTorch); manage models.",
     )
     parser.add_argument("--version", action="version", version=f"simkernel {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
@@ -91,41 +91,68 @@ def _add_score(commands: argparse._SubParsersAction) -> None:
     score.add_argument("file", metavar="FILE", help="CSV, TSV or JSONL file (by extension), or - for stdin")
     score.add_argument("--mode", choices=("sas", "reference", "exact"), default="sas", help="default: sas")
     columns = score.add_argument_group("columns")
-    columns.add_argument("--predicted", metavar="COL", help="column of predicted answers (default: predicted)")
     columns.add_argument(
-        "--ground-truth", metavar="COL", help="column of correct answers, sas and exact (default: ground_truth)"
+        "--predicted", metavar="COL", help="column of predicted answers (default: predicted)"
     )
     columns.add_argument(
-        "--references", metavar="COL", help="column holding a list of reference texts, reference mode "
-        "(default: references)"
+        "--ground-truth",
+        metavar="COL",
+        help="column of correct answers, sas and exact (default: ground_truth)",
     )
-    columns.add_argument("--label", metavar="COL", help="column of human judgments to correlate the scores with")
     columns.add_argument(
-        "--score-column", metavar="NAME", default="score", help="name of the added score column (default: score)"
+        "--references",
+        metavar="COL",
+        help="column holding a list of reference texts, reference mode (default: references)",
+    )
+    columns.add_argument(
+        "--label", metavar="COL", help="column of human judgments to correlate the scores with"
+    )
+    columns.add_argument(
+        "--score-column",
+        metavar="NAME",
+        default="score",
+        help="name of the added score column (default: score)",
     )
     model = score.add_argument_group("model")
     model.add_argument("--model", metavar="ID", help=f"model id or local folder (default: {DEFAULT_MODEL})")
-    model.add_argument("--precision", choices=("fp32", "int8"), help="fp32 (default) or int8 (faster, less exact)")
-    model.add_argument("--batch-size", type=_positive_int, metavar="N", help="texts per model batch (default: 32)")
-    model.add_argument("--threads", type=_positive_int, metavar="N", help="onnxruntime threads (default: all cores)")
+    model.add_argument(
+        "--precision", choices=("fp32", "int8"), help="fp32 (default) or int8 (faster, less exact)"
+    )
+    model.add_argument(
+        "--batch-size", type=_positive_int, metavar="N", help="texts per model batch (default: 32)"
+    )
+    model.add_argument(
+        "--threads", type=_positive_int, metavar="N", help="onnxruntime threads (default: all cores)"
+    )
     scoring = score.add_argument_group("scoring")
     scoring.add_argument(
         "--aggregation", choices=("max", "mean"), help="reference mode: combine the references (default: max)"
     )
     scoring.add_argument(
-        "--threshold", type=_finite_float, metavar="T",
+        "--threshold",
+        type=_finite_float,
+        metavar="T",
         help="success = score >= T (reference mode default 0.7; sas/exact: no success column unless given)",
     )
     scoring.add_argument(
-        "--allow-empty", action="store_true",
+        "--allow-empty",
+        action="store_true",
         help="score empty or blank texts as the evaluators do, instead of stopping at the first one",
     )
     files = score.add_argument_group("input and output")
     files.add_argument("--output", "-o", metavar="OUT", default="-", help="output file (default: stdout)")
-    files.add_argument("--input-format", choices=FORMATS, help="format of FILE when its extension does not say")
-    files.add_argument("--output-format", choices=FORMATS, help="format of OUT (default: by extension, else FILE's)")
-    files.add_argument("--summary-json", metavar="PATH", help="also write the summary as a JSON object to PATH")
-    files.add_argument("--quiet", "-q", action="store_true", help="no progress bar and no summary; errors only")
+    files.add_argument(
+        "--input-format", choices=FORMATS, help="format of FILE when its extension does not say"
+    )
+    files.add_argument(
+        "--output-format", choices=FORMATS, help="format of OUT (default: by extension, else FILE's)"
+    )
+    files.add_argument(
+        "--summary-json", metavar="PATH", help="also write the summary as a JSON object to PATH"
+    )
+    files.add_argument(
+        "--quiet", "-q", action="store_true", help="no progress bar and no summary; errors only"
+    )
 
 
 def _add_models(commands: argparse._SubParsersAction) -> None:
@@ -154,7 +181,9 @@ def _add_models(commands: argparse._SubParsersAction) -> None:
     export.add_argument("src", metavar="SRC", help="checkpoint folder (config.json, weights, tokenizer)")
     export.add_argument("dst", metavar="DST", help="bundle folder to write")
     export.add_argument(
-        "--precision", choices=("fp32", "int8"), default="fp32",
+        "--precision",
+        choices=("fp32", "int8"),
+        default="fp32",
         help="int8 also writes model_int8.onnx beside the fp32 model (default: fp32 only)",
     )
     info = actions.add_parser("info", help="dimension, pooling, files and parity figures of a model")

@@ -15,7 +15,7 @@ from typing import TextIO
 
 
 class ProgressBar:
-    """``update(n)`` adds ``n`` done items out of ``total``; ``close()`` erases the line. A no-op when disabled."""
+    """``update(n)`` adds ``n`` done items of ``total``; ``close()`` erases the line; no-op if disabled."""
 
     def __init__(
         self,
@@ -55,7 +55,10 @@ class ProgressBar:
         filled = int(round(fraction * self.width))
         bar = "#" * filled + "-" * (self.width - filled)
         rate = self.done / elapsed if elapsed > 0 else 0.0
-        line = f"{self.label} [{bar}] {fraction:4.0%} {self.done}/{self.total} rows, {elapsed:.1f} s, {rate:.0f} rows/s"
+        line = (
+            f"{self.label} [{bar}] {fraction:4.0%} {self.done}/{self.total} rows, "
+            f"{elapsed:.1f} s, {rate:.0f} rows/s"
+        )
         self.stream.write("\r" + line + "\x1b[K")
         self.stream.flush()
         self._drawn = True

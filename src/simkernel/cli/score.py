@@ -97,8 +97,12 @@ def _check_options(args: argparse.Namespace) -> None:
         "sas": {"references": "--references", "aggregation": "--aggregation"},
         "reference": {"ground_truth": "--ground-truth"},
         "exact": {
-            "references": "--references", "aggregation": "--aggregation", "model": "--model",
-            "precision": "--precision", "batch_size": "--batch-size", "threads": "--threads",
+            "references": "--references",
+            "aggregation": "--aggregation",
+            "model": "--model",
+            "precision": "--precision",
+            "batch_size": "--batch-size",
+            "threads": "--threads",
         },
     }[args.mode]
     given = [flag for name, flag in not_for.items() if getattr(args, name) is not None]
@@ -141,7 +145,9 @@ def _check_columns(table: Table, columns: dict[str, str], args: argparse.Namespa
                 f"name the column of the {role.replace('_', ' ')} texts with {_FLAGS[role]} COLUMN"
             )
     if args.label is not None and args.label not in table.columns:
-        raise DataError(f"{table.source} has no label column {args.label!r} (columns found: {found}); fix --label")
+        raise DataError(
+            f"{table.source} has no label column {args.label!r} (columns found: {found}); fix --label"
+        )
     added = [args.score_column]
     if args.threshold is not None or args.mode == "reference":
         added.append(SUCCESS_COLUMN)
@@ -149,8 +155,11 @@ def _check_columns(table: Table, columns: dict[str, str], args: argparse.Namespa
     if clash:
         raise DataError(
             f"{table.source} already has a column {clash[0]!r}, which the output would overwrite; "
-            + ("pass --score-column NAME to name the score column differently"
-               if clash[0] == args.score_column else "rename that column in the input")
+            + (
+                "pass --score-column NAME to name the score column differently"
+                if clash[0] == args.score_column
+                else "rename that column in the input"
+            )
         )
 
 
@@ -175,7 +184,8 @@ class _RowProblems:
         more = ""
         if rest:
             shown = ", ".join(str(n) for n in rest[:_MAX_LISTED_LINES])
-            more = f" (and {len(rest)} more bad row{'s' if len(rest) > 1 else ''}: line{'s' if len(rest) > 1 else ''} {shown}"
+            plural = "s" if len(rest) > 1 else ""
+            more = f" (and {len(rest)} more bad row{plural}: line{plural} {shown}"
             more += ", ..." if len(rest) > _MAX_LISTED_LINES else ""
             more += ")"
         raise DataError(self.first + more)
@@ -203,7 +213,9 @@ def _read_inputs(table: Table, columns: dict[str, str], args: argparse.Namespace
 _EMPTY_HINT = "fill it in, or pass --allow-empty to score empty texts as the evaluators do"
 
 
-def _text(row: dict, column: str, flag: str, line: int, problems: _RowProblems, allow_empty: bool) -> str | None:
+def _text(
+    row: dict, column: str, flag: str, line: int, problems: _RowProblems, allow_empty: bool
+) -> str | None:
     if column not in row:  # JSONL rows may lack a key
         problems.add(line, f"no {column!r} field; every row needs the {flag} column")
         return None
@@ -239,13 +251,17 @@ def _ground_truth(
     if args.mode == "sas" and fmt == "jsonl" and isinstance(value, list):
         # several correct answers for one question (JSONL only): the score is the max over them
         if not value:
-            problems.add(line, f"column {column!r} is an empty list: no ground truth; give at least one answer")
+            problems.add(
+                line, f"column {column!r} is an empty list: no ground truth; give at least one answer"
+            )
             return []
         return _text_list(value, column, line, problems, args.allow_empty, "ground truths")
     return _text(row, column, "--ground-truth", line, problems, args.allow_empty)
 
 
-def _references(row: dict, column: str, line: int, problems: _RowProblems, allow_empty: bool, fmt: str) -> Any:
+def _references(
+    row: dict, column: str, line: int, problems: _RowProblems, allow_empty: bool, fmt: str
+) -> Any:
     if column not in row:
         problems.add(line, f"no {column!r} field; every row needs the --references column")
         return []
@@ -256,7 +272,8 @@ def _references(row: dict, column: str, line: int, problems: _RowProblems, allow
         except json.JSONDecodeError as exc:
             problems.add(
                 line,
-                f"column {column!r} is not a JSON list ({exc.msg} at column {exc.colno}); write the references "
+                f"column {column!r} is not a JSON list ({exc.msg} at column {exc.colno}); "
+                "write the references "
                 'as a JSON list of strings, e.g. ["Paris", "the city of Paris"]',
             )
             return []

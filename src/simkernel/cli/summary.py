@@ -48,11 +48,14 @@ class Summary:
             out.append(f"  mean score  {self.mean_score:.4f}")
         if self.threshold is not None and self.passed is not None:
             rate = self.passed / self.rows if self.rows else 0.0
-            out.append(f"  pass rate   {rate:.1%} ({self.passed} of {self.rows} with score >= {self.threshold:g})")
+            out.append(
+                f"  pass rate   {rate:.1%} ({self.passed} of {self.rows} with score >= {self.threshold:g})"
+            )
         if self.label_column is not None:
             if self.labelled_rows:
                 out.append(
-                    f"  vs {self.label_column!r}  Pearson {_fmt(self.pearson)}, Spearman {_fmt(self.spearman)} "
+                    f"  vs {self.label_column!r}  Pearson {_fmt(self.pearson)}, "
+                    f"Spearman {_fmt(self.spearman)} "
                     f"({self.labelled_rows} of {self.rows} rows labelled)"
                 )
             else:

