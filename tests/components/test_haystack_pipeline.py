@@ -1,6 +1,7 @@
 """simkernel's evaluators inside real Haystack pipelines, next to Haystack's own components.
 
-Covers: add_component / connect / run, Pipeline.run_async (which calls the components' run_async), dumps() / loads() with the allowlist,
+Covers: add_component / connect / run, Pipeline.run_async (which calls the components' run_async),
+dumps() / loads() with the allowlist,
 loading a pipeline saved with Haystack's evaluators, Haystack's pre-init deserialisation callbacks.
 """
 
@@ -17,7 +18,12 @@ from haystack.core.errors import DeserializationError, PipelineError
 from haystack.core.serialization import DeserializationCallbacks
 from haystack.utils import ComponentDevice
 
-from simkernel.components import ALLOWED_MODULES, AnswerExactMatchEvaluator, SASEvaluator, use_simkernel_evaluators
+from simkernel.components import (
+    ALLOWED_MODULES,
+    AnswerExactMatchEvaluator,
+    SASEvaluator,
+    use_simkernel_evaluators,
+)
 
 GROUND_TRUTHS = ["Berlin", "Paris", "Москва — столица России.", "北京是中国的首都。"]
 PREDICTIONS = ["Berlin", "Lyon", "Столица России — Москва.", "中国的首都是北京。"]
@@ -81,8 +87,14 @@ def test_sockets_are_haystacks():
     theirs = haystack.__haystack_output__._sockets_dict
     assert ours == theirs
     assert list(sas.__haystack_input__._sockets_dict) == list(haystack.__haystack_input__._sockets_dict)
-    assert AnswerExactMatchEvaluator().__haystack_output__._sockets_dict == HaystackEM().__haystack_output__._sockets_dict
-    assert AnswerExactMatchEvaluator().__haystack_input__._sockets_dict == HaystackEM().__haystack_input__._sockets_dict
+    assert (
+        AnswerExactMatchEvaluator().__haystack_output__._sockets_dict
+        == HaystackEM().__haystack_output__._sockets_dict
+    )
+    assert (
+        AnswerExactMatchEvaluator().__haystack_input__._sockets_dict
+        == HaystackEM().__haystack_input__._sockets_dict
+    )
     assert sas.__haystack_input__ is sas.__haystack_input__  # built once per instance
     assert SASEvaluator().__haystack_input__ is not sas.__haystack_input__
 
@@ -93,9 +105,14 @@ def test_dumps_loads_round_trip(minilm):
     assert "type: simkernel.components.evaluators.sas_evaluator.SASEvaluator" in text
     alone = Pipeline()
     alone.add_component("sas", SASEvaluator(model=minilm))
-    with pytest.raises(DeserializationError, match="'simkernel.components.evaluators.sas_evaluator'.*allowlist"):
+    with pytest.raises(
+        DeserializationError, match="'simkernel.components.evaluators.sas_evaluator'.*allowlist"
+    ):
         Pipeline.loads(alone.dumps())  # Haystack refuses modules outside its allowlist unless told
-    assert type(Pipeline.loads(alone.dumps(), allowed_modules=ALLOWED_MODULES).get_component("sas")) is SASEvaluator
+    assert (
+        type(Pipeline.loads(alone.dumps(), allowed_modules=ALLOWED_MODULES).get_component("sas"))
+        is SASEvaluator
+    )
     loaded = Pipeline.loads(text, allowed_modules=ALLOWED)
     assert type(loaded.get_component("sas")) is SASEvaluator
     assert type(loaded.get_component("em")) is AnswerExactMatchEvaluator
@@ -103,7 +120,9 @@ def test_dumps_loads_round_trip(minilm):
     first = pipe.run(pipeline_inputs(["sas", "em", "haystack_em"]))
     again = loaded.run(pipeline_inputs(["sas", "em", "haystack_em"]))
     assert first["em"] == again["em"]
-    np.testing.assert_allclose(first["sas"]["individual_scores"], again["sas"]["individual_scores"], atol=1e-7)
+    np.testing.assert_allclose(
+        first["sas"]["individual_scores"], again["sas"]["individual_scores"], atol=1e-7
+    )
 
 
 def test_pipeline_saved_with_haystacks_evaluators_loads_with_simkernels(minilm):
@@ -172,5 +191,7 @@ def test_several_ground_truths_through_a_pipeline_connection(minilm):
     pipe.add_component("references", References())
     pipe.add_component("sas", SASEvaluator(model=minilm))
     pipe.connect("references.references", "sas.ground_truth_answers")
-    result = pipe.run({"references": {"references": [["Paris", "Lyon"]]}, "sas": {"predicted_answers": ["Lyon"]}})
+    result = pipe.run(
+        {"references": {"references": [["Paris", "Lyon"]]}, "sas": {"predicted_answers": ["Lyon"]}}
+    )
     assert result["sas"]["individual_scores"][0] == pytest.approx(1.0, abs=ATOL)

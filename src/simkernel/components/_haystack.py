@@ -102,7 +102,9 @@ def _build_sockets(instance: Any, kind: str) -> Any:
             sockets[name] = InputSocket(name=name, type=type_, **kwargs)
         return Sockets(instance, sockets, InputSocket)
     types = cls.run._simkernel_output_types
-    return Sockets(instance, {name: OutputSocket(name=name, type=t) for name, t in types.items()}, OutputSocket)
+    return Sockets(
+        instance, {name: OutputSocket(name=name, type=t) for name, t in types.items()}, OutputSocket
+    )
 
 
 def haystack_component(cls: _T) -> _T:

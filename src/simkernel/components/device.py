@@ -1,4 +1,4 @@
-"""Devices for simkernel's components: Haystack's ``ComponentDevice`` or a plain string, mapped to onnxruntime.
+"""Devices of simkernel's components: Haystack's ``ComponentDevice`` or a plain string, for onnxruntime.
 
 Accepted values of a component's ``device``:
 
@@ -33,14 +33,14 @@ def device_string(device: Any) -> str | None:
     elif isinstance(device, dict):
         text = _from_serialised(device, device)
     else:
-        raise ValueError(
-            f"Invalid device {device!r} of type {type(device).__name__}: use None, {SUPPORTED}."
-        )
+        raise ValueError(f"Invalid device {device!r} of type {type(device).__name__}: use None, {SUPPORTED}.")
     kind, _, index = text.partition(":")
     if kind == "gpu":
         kind = "cuda"
     if kind not in ("cpu", "cuda") or (index and not index.isdigit()) or (kind == "cpu" and index):
-        raise ValueError(f"Unsupported device {device!r}: simkernel runs on onnxruntime; use None, {SUPPORTED}.")
+        raise ValueError(
+            f"Unsupported device {device!r}: simkernel runs on onnxruntime; use None, {SUPPORTED}."
+        )
     return f"{kind}:{int(index)}" if index else kind
 
 
@@ -56,7 +56,7 @@ def _from_serialised(data: Any, original: Any) -> str:
 
 
 def device_to_dict(device: Any) -> dict[str, Any] | None:
-    """Serialised form of ``device``, as Haystack writes a ``ComponentDevice`` (``{"type": "single", ...}``)."""
+    """Serialised ``device``, as Haystack writes a ``ComponentDevice`` (``{"type": "single", ...}``)."""
     if device is None:
         return None
     if callable(getattr(device, "to_dict", None)):

@@ -28,7 +28,7 @@ class Secret:
 
     @staticmethod
     def from_token(token: str) -> Secret:
-        """A secret holding ``token`` itself. Cannot be serialised (it would write the token in plain text)."""
+        """A secret holding ``token`` itself. Cannot be serialised (that would write the token in clear)."""
         return TokenSecret(_token=token)
 
     @staticmethod
@@ -49,7 +49,8 @@ class Secret:
             return EnvVarSecret(tuple(data["env_vars"]), _strict=data["strict"])
         if kind == "token":
             raise ValueError(
-                "Cannot deserialize token-based secret. Use an alternative secret type like environment variables."
+                "Cannot deserialize token-based secret. "
+                "Use an alternative secret type like environment variables."
             )
         raise ValueError(f"Unknown secret type '{kind}'")
 
@@ -110,5 +111,7 @@ class EnvVarSecret(Secret):
             if value is not None:
                 return value
         if self._strict:
-            raise ValueError(f"None of the following authentication environment variables are set: {self._env_vars}")
+            raise ValueError(
+                f"None of the following authentication environment variables are set: {self._env_vars}"
+            )
         return None

@@ -26,10 +26,11 @@ ALLOWED_MODULES = ["simkernel.components"]
 
 # Haystack's type string -> simkernel's, for the components simkernel re-implements
 HAYSTACK_TO_SIMKERNEL = {
-    "haystack.components.evaluators.sas_evaluator.SASEvaluator":
-        "simkernel.components.evaluators.sas_evaluator.SASEvaluator",
-    "haystack.components.evaluators.answer_exact_match.AnswerExactMatchEvaluator":
-        "simkernel.components.evaluators.answer_exact_match.AnswerExactMatchEvaluator",
+    f"haystack.components.evaluators.{module}.{name}": f"simkernel.components.evaluators.{module}.{name}"
+    for module, name in (
+        ("sas_evaluator", "SASEvaluator"),
+        ("answer_exact_match", "AnswerExactMatchEvaluator"),
+    )
 }
 
 
@@ -45,7 +46,7 @@ def deserialization_error(message: str) -> Exception:
 
 
 def check_type(data: dict[str, Any], cls: type, accepted: tuple[str, ...]) -> None:
-    """Raise as Haystack's ``default_from_dict`` does when ``data["type"]`` is missing or not one of ``accepted``."""
+    """Raise as Haystack's ``default_from_dict`` when ``data["type"]`` is missing or not in ``accepted``."""
     if "type" not in data:
         raise deserialization_error("Missing 'type' in serialization data")
     if data["type"] not in accepted:
@@ -53,8 +54,8 @@ def check_type(data: dict[str, Any], cls: type, accepted: tuple[str, ...]) -> No
 
 
 def use_simkernel_evaluators(pipeline_data: dict[str, Any]) -> dict[str, Any]:
-    """Copy of a serialised Haystack pipeline (``Pipeline.to_dict()`` or its parsed YAML) whose SASEvaluator and
-    AnswerExactMatchEvaluator components are simkernel's; every other component is left as it is.
+    """Copy of a serialised Haystack pipeline (``Pipeline.to_dict()`` or its parsed YAML) whose
+    SASEvaluator and AnswerExactMatchEvaluator components are simkernel's (the others stay as they are).
 
     >>> data = use_simkernel_evaluators(yaml.safe_load(open("pipeline.yaml")))
     >>> pipe = Pipeline.from_dict(data, allowed_modules=ALLOWED_MODULES)

@@ -1,4 +1,4 @@
-"""``AnswerExactMatchEvaluator``: Haystack's exact-match evaluator (haystack-ai 3.4.1), usable without haystack.
+"""``AnswerExactMatchEvaluator``: Haystack's exact-match evaluator (haystack-ai 3.4.1), without haystack.
 
 Same ``run(ground_truth_answers, predicted_answers)``, checks, messages and outputs as
 ``haystack.components.evaluators.AnswerExactMatchEvaluator``: each pair scores ``int(ground_truth ==
@@ -21,7 +21,7 @@ HAYSTACK_TYPE = "haystack.components.evaluators.answer_exact_match.AnswerExactMa
 class AnswerExactMatchEvaluator:
     """Proportion of predicted answers equal to their ground truth (Haystack-compatible).
 
-    >>> AnswerExactMatchEvaluator().run(ground_truth_answers=["Berlin", "Paris"], predicted_answers=["Berlin", "Lyon"])
+    >>> AnswerExactMatchEvaluator().run(["Berlin", "Paris"], ["Berlin", "Lyon"])
     {'individual_scores': [1, 0], 'score': 0.5}
     """
 
@@ -45,7 +45,7 @@ class AnswerExactMatchEvaluator:
         """Score each pair 1 if the strings are equal, else 0.
 
         :returns: ``{"individual_scores": [0 or 1, ...], "score": proportion of matches (float)}``.
-        :raises ValueError: either list is empty (checked first), or their lengths differ (Haystack's messages).
+        :raises ValueError: a list is empty (checked first), or their lengths differ (Haystack's messages).
         """
         if len(ground_truth_answers) == 0 or len(predicted_answers) == 0:
             raise ValueError("ground_truth_answers and predicted_answers must be provided.")
@@ -53,5 +53,8 @@ class AnswerExactMatchEvaluator:
         if not len(ground_truth_answers) == len(predicted_answers):
             raise ValueError("The length of ground_truth_answers and predicted_answers must be the same.")
 
-        matches = [1 if truth == extracted else 0 for truth, extracted in zip(ground_truth_answers, predicted_answers)]
+        matches = [
+            1 if truth == extracted else 0
+            for truth, extracted in zip(ground_truth_answers, predicted_answers, strict=True)
+        ]
         return {"individual_scores": matches, "score": sum(matches) / len(predicted_answers)}

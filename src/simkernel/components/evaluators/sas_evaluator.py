@@ -87,12 +87,12 @@ class SASEvaluator:
         """Store the settings; nothing is loaded until :meth:`warm_up` (or the first :meth:`run`).
 
         :param model: model id in the store (``"sentence-transformers/all-MiniLM-L6-v2"``) or path of an
-            exported bundle / checkpoint directory; a bi-encoder or a cross-encoder (see the module docstring).
-        :param batch_size: texts (bi-encoder) or pairs (cross-encoder) per forward pass; checked in :meth:`run`
-            as Haystack does.
+            exported bundle / checkpoint directory; a bi-encoder or a cross-encoder (module docstring).
+        :param batch_size: texts (bi-encoder) or pairs (cross-encoder) per forward pass; checked in
+            :meth:`run`, as Haystack does.
         :param device: ``None`` (CPU), ``"cpu"``, ``"cuda"``, ``"cuda:N"`` or a Haystack ``ComponentDevice``.
-        :param token: Hugging Face token as a ``Secret`` (simkernel's or Haystack's), used only when a model has
-            to be fetched from the hub.
+        :param token: Hugging Face token as a ``Secret`` (simkernel's or Haystack's), used only when a model
+            has to be fetched from the hub.
         :param precision: ``"fp32"`` (default; Haystack's numbers) or ``"int8"`` (the bundle's int8 graph).
         :param threads: onnxruntime intra-op threads; ``None`` lets onnxruntime choose.
         """
@@ -127,7 +127,7 @@ class SASEvaluator:
         )
 
     def to_dict(self) -> dict[str, Any]:
-        """Haystack's serialised form; ``type`` names simkernel's class (see :mod:`simkernel.components.serialization`).
+        """Haystack's serialised form; ``type`` names simkernel's class (see ``components.serialization``).
 
         ``precision`` and ``threads`` are written only when they differ from the defaults, so a compatible
         evaluator serialises to exactly Haystack's parameters. A ``Secret.from_token`` token raises
@@ -196,7 +196,7 @@ class SASEvaluator:
         :param predicted_answers: one generated answer per question.
         :returns: ``{"score": mean (numpy.float64), "individual_scores": [float, ...]}``.
         :raises ValueError: lengths differ; a prediction is ``None`` (Haystack's messages); a ground truth or
-            prediction is not a string, an empty list of ground truths; ``batch_size`` is not a positive integer.
+            prediction is not a string, an empty list of ground truths; ``batch_size`` is not a positive int.
         """
         if len(ground_truth_answers) != len(predicted_answers):
             raise ValueError("The number of predictions and labels must be the same.")
@@ -224,7 +224,7 @@ class SASEvaluator:
     async def run_async(
         self, ground_truth_answers: list[str] | list[list[str]], predicted_answers: list[str]
     ) -> dict[str, Any]:
-        """:meth:`run` in a worker thread, so an event loop (``Pipeline.run_async``) keeps running meanwhile."""
+        """:meth:`run` in a worker thread, so the event loop (``Pipeline.run_async``) keeps running."""
         import asyncio  # here, not at the top: asyncio costs ~40 ms of import for synchronous users
 
         return await asyncio.to_thread(self.run, ground_truth_answers, predicted_answers)
@@ -289,8 +289,9 @@ def _ground_truth_groups(ground_truth_answers: Sequence[Any]) -> tuple[list[list
             continue
         if answer is None or not isinstance(answer, (list, tuple)):
             raise ValueError(
-                f"ground_truth_answers[{i}] is {type(answer).__name__} ({answer!r}); every ground truth must be a "
-                "string, or a non-empty list of strings when a question has several correct answers"
+                f"ground_truth_answers[{i}] is {type(answer).__name__} ({answer!r}); "
+                "every ground truth must be a string, or a non-empty list of strings when a question has "
+                "several correct answers"
             )
         if len(answer) == 0:
             raise ValueError(
