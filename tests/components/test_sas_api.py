@@ -223,3 +223,34 @@ def test_bad_extension_parameters(kwargs, message):
 
 def test_model_path_objects_are_accepted(tmp_path):
     assert SASEvaluator(model=tmp_path).to_dict()["init_parameters"]["model"] == str(tmp_path)
+
+
+def test_cuda_device_maps_to_the_cuda_execution_provider(monkeypatch):
+    """Wiring only (no GPU here): with a CUDA-enabled onnxruntime, "cuda:1" loads a private encoder on
+    CUDAExecutionProvider device 1 with the CPU as fallback."""
+    import onnxruntime
+
+    from simkernel import runtime
+
+    created = []
+
+    class FakeEncoder:
+        def __init__(self, model, **kwargs):
+            created.append((model, kwargs))
+
+    monkeypatch.setattr(
+        onnxruntime, "get_available_providers", lambda: ["CUDAExecutionProvider", "CPUExecutionProvider"]
+    )
+    monkeypatch.setattr(runtime, "TextEncoder", FakeEncoder)
+    monkeypatch.setattr(runtime, "model_architectures", lambda model: ["BertModel"])
+    SASEvaluator(model="some/model", device="cuda:1", precision="int8", threads=3).warm_up()
+    assert created == [
+        (
+            "some/model",
+            {
+                "precision": "int8",
+                "threads": 3,
+                "providers": [("CUDAExecutionProvider", {"device_id": 1}), "CPUExecutionProvider"],
+            },
+        )
+    ]
