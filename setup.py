@@ -18,7 +18,7 @@ debug = os.environ.get("SIMKERNEL_DEBUG") == "1"
 sanitize = os.environ.get("SIMKERNEL_SANITIZE") == "1"
 machine = platform.machine().lower()
 
-sources = ["src/simkernel/_cosine.pyx", "csrc/dispatch.c", "csrc/serial.c"]
+sources = ["src/simkernel/_cosine.pyx", "csrc/dispatch.c", "csrc/parallel.c", "csrc/serial.c"]
 define_macros = [("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")]
 # Each SIMD file carries its own target attributes, so a baseline build contains every variant and the
 # dispatcher picks one at import time by CPU detection (csrc/dispatch.c).
@@ -34,6 +34,8 @@ extra_link_args: list[str] = []
 if sys.platform != "win32":
     extra_compile_args += ["-std=c11", "-Wall", "-Wextra", "-Wno-unused-function", "-fno-strict-aliasing"]
     extra_compile_args += ["-O0", "-g"] if debug else ["-O3"]
+    extra_compile_args.append("-pthread")
+    extra_link_args.append("-pthread")
     if os.environ.get("SIMKERNEL_NATIVE") == "1":
         extra_compile_args.append("-march=native")
     if sanitize:
@@ -45,7 +47,7 @@ extension = Extension(
     sources=sources,
     include_dirs=["csrc", np.get_include()],
     define_macros=define_macros,
-    depends=["csrc/simkernel.h", "csrc/drivers.h"],
+    depends=["csrc/simkernel.h", "csrc/drivers.h", "csrc/parallel.h"],
     extra_compile_args=extra_compile_args,
     extra_link_args=extra_link_args,
 )

@@ -59,7 +59,19 @@ cdef extern from "simkernel.h" nogil:
     int64_t sk_check_offsets(const int64_t *offsets, size_t nq, size_t nr)
 
 
+cdef extern from "parallel.h" nogil:
+    ctypedef void (*sk_range_fn)(void *ctx, size_t begin, size_t end) noexcept nogil
+    void sk_parallel_ranges(const size_t *bounds, size_t parts, sk_range_fn fn, void *ctx)
+    size_t sk_cpu_count()
+    enum: SK_MAX_THREADS
+
+
 sk_init()
+
+# Threads for large memory-bound calls (paired_cosine, ragged cosine_reduce, normalize): a call is split
+# only when it reads at least _parallel_min_floats floats per part, so small calls never pay for a thread.
+cdef size_t _num_threads = sk_cpu_count() if sk_cpu_count() < 8 else 8
+cdef size_t _parallel_min_floats = 1 << 18
 
 # Route of cosine_matrix and dense cosine_reduce: -1 chooses by shape, 0 always native, 1 always BLAS.
 cdef int _blas_mode = -1
@@ -71,6 +83,9 @@ cdef size_t _blas_min_rows = 16      # min(n, m)
 cdef size_t _blas_block_floats = 1 << 18
 
 
+cdef tuple _MAX_MEAN = ("max", "mean")
+
+
 cdef inline bint _is_fast(object x, int ndim):
     return (
         cnp.PyArray_CheckExact(x)
@@ -78,6 +93,25 @@ cdef inline bint _is_fast(object x, int ndim):
         and cnp.PyArray_NDIM(<cnp.ndarray>x) == ndim
         and cnp.PyArray_ISCARRAY_RO(<cnp.ndarray>x)
     )
+
+
+cdef inline bint _fast_clamp(object clamp, sk_clamp *c):
+    """Reads a (lo, hi) tuple of Python floats/ints with lo <= hi into c; False sends it to _validation."""
+    if type(clamp) is not tuple or len(<tuple>clamp) != 2:
+        return False
+    a = (<tuple>clamp)[0]
+    b = (<tuple>clamp)[1]
+    if not ((type(a) is float or type(a) is int) and (type(b) is float or type(b) is int)):
+        return False
+    if type(a) is int and not -(1 << 53) <= a <= (1 << 53) or type(b) is int and not -(1 << 53) <= b <= (1 << 53):
+        return False
+    cdef double lo = a, hi = b
+    if not lo <= hi:  # also rejects NaN
+        return False
+    c.enabled = 1
+    c.lo = <float>lo
+    c.hi = <float>hi
+    return True
 
 
 cdef inline cnp.ndarray _matrix(object x, str name):
@@ -111,14 +145,86 @@ cdef inline bint _use_blas(size_t n, size_t m, size_t d) noexcept:
     return n >= _blas_min_rows and m >= _blas_min_rows and <double>n * <double>m * <double>d >= _blas_min_work
 
 
+ctypedef struct _Job:
+    const sk_backend *be
+    const float *a
+    const float *b
+    const int64_t *offsets
+    size_t d
+    sk_clamp clamp
+    float *out
+    float *out2
+
+
+cdef void _normalize_part(void *ctx, size_t begin, size_t end) noexcept nogil:
+    cdef _Job *j = <_Job *>ctx
+    j.be.normalize(j.a + begin * j.d, end - begin, j.d, j.out + begin * j.d)
+
+
+cdef void _paired_part(void *ctx, size_t begin, size_t end) noexcept nogil:
+    cdef _Job *j = <_Job *>ctx
+    j.be.paired_cosine(j.a + begin * j.d, j.b + begin * j.d, end - begin, j.d, j.out + begin)
+
+
+cdef void _reduce_part(void *ctx, size_t begin, size_t end) noexcept nogil:
+    cdef _Job *j = <_Job *>ctx
+    j.be.cosine_reduce(j.a + begin * j.d, end - begin, j.b, j.offsets + begin, j.d, j.clamp,
+                       j.out + begin if j.out != NULL else NULL, j.out2 + begin if j.out2 != NULL else NULL)
+
+
+cdef size_t _parts_for(size_t rows, double floats) noexcept nogil:
+    cdef size_t parts = <size_t>(floats / <double>_parallel_min_floats)
+    if parts > _num_threads:
+        parts = _num_threads
+    if parts > rows:
+        parts = rows
+    if parts > SK_MAX_THREADS:
+        parts = SK_MAX_THREADS
+    return parts if parts > 1 else 1
+
+
+cdef void _run_rows(_Job *job, sk_range_fn fn, size_t rows, size_t row_floats) noexcept nogil:
+    """Runs fn over [0, rows) in equal parts, on several threads when the call is large."""
+    cdef size_t parts = _parts_for(rows, <double>rows * <double>row_floats)
+    cdef size_t bounds[SK_MAX_THREADS + 1]
+    cdef size_t i
+    if parts <= 1:
+        fn(job, 0, rows)
+        return
+    for i in range(parts + 1):
+        bounds[i] = rows * i // parts
+    sk_parallel_ranges(bounds, parts, fn, job)
+
+
+cdef void _run_ragged(_Job *job, size_t nq, size_t nr) noexcept nogil:
+    """Runs the ragged reduction in parts of about equal numbers of refs (plus queries), in parallel when large."""
+    cdef size_t parts = _parts_for(nq, <double>(nr + nq) * <double>job.d)
+    cdef size_t bounds[SK_MAX_THREADS + 1]
+    cdef size_t i, q = 0
+    cdef double total = <double>(nr + nq), target
+    if parts <= 1:
+        _reduce_part(job, 0, nq)
+        return
+    bounds[0] = 0
+    for i in range(1, parts):
+        target = total * i / parts
+        while q < nq and <double>(job.offsets[q] + <int64_t>q) < target:
+            q += 1
+        bounds[i] = q
+    bounds[parts] = nq
+    sk_parallel_ranges(bounds, parts, _reduce_part, job)
+
+
 cdef cnp.ndarray _normalized(cnp.ndarray x):
     cdef size_t n = <size_t>cnp.PyArray_DIMS(x)[0], d = <size_t>cnp.PyArray_DIMS(x)[1]
     cdef cnp.ndarray out = _empty2(n, d)
-    cdef const sk_backend *be = sk_active()
-    cdef const float *src = _data(x)
-    cdef float *dst = _out(out)
+    cdef _Job job
+    job.be = sk_active()
+    job.a = _data(x)
+    job.d = d
+    job.out = _out(out)
     with nogil:
-        be.normalize(src, n, d, dst)
+        _run_rows(&job, _normalize_part, n, 2 * d)
     return out
 
 
@@ -138,12 +244,14 @@ def paired_cosine(a, b):
         _validation.check_same_rows(A, B, "a", "b")
     cdef size_t n = <size_t>da[0], d = <size_t>da[1]
     cdef cnp.ndarray out = _empty1(da[0])
-    cdef const sk_backend *be = sk_active()
-    cdef const float *pa = _data(A)
-    cdef const float *pb = _data(B)
-    cdef float *po = _out(out)
+    cdef _Job job
+    job.be = sk_active()
+    job.a = _data(A)
+    job.b = _data(B)
+    job.d = d
+    job.out = _out(out)
     with nogil:
-        be.paired_cosine(pa, pb, n, d, po)
+        _run_rows(&job, _paired_part, n, 2 * d)
     return out
 
 
@@ -206,6 +314,10 @@ def cosine_reduce(queries, refs, offsets=None, reduce="max", clamp=None):
     if type(reduce) is str and (<str>reduce == "max" or <str>reduce == "mean"):
         want_max = <str>reduce == "max"
         want_mean = not want_max
+    elif reduce == _MAX_MEAN:
+        want_max = want_mean = True
+        single = False
+        names = _MAX_MEAN
     else:
         names, single = _validation.parse_reduce(reduce)
         want_max = "max" in names
@@ -215,7 +327,7 @@ def cosine_reduce(queries, refs, offsets=None, reduce="max", clamp=None):
     c.enabled = 0
     c.lo = 0.0
     c.hi = 0.0
-    if clamp is not None:
+    if clamp is not None and not _fast_clamp(clamp, &c):
         enabled, lo, hi = _validation.parse_clamp(clamp)
         c.enabled = 1
         c.lo = lo
@@ -241,13 +353,20 @@ def cosine_reduce(queries, refs, offsets=None, reduce="max", clamp=None):
     cdef const sk_backend *be = sk_active()
     cdef const float *pq = _data(Q)
     cdef const float *pr = _data(R)
-    cdef const int64_t *po
     cdef cnp.ndarray work
     cdef float *pw
+    cdef _Job job
     if O is not None:
-        po = <const int64_t *>cnp.PyArray_DATA(O)
+        job.be = be
+        job.a = pq
+        job.b = pr
+        job.offsets = <const int64_t *>cnp.PyArray_DATA(O)
+        job.d = d
+        job.clamp = c
+        job.out = pmax
+        job.out2 = pmean
         with nogil:
-            be.cosine_reduce(pq, nq, pr, po, d, c, pmax, pmean)
+            _run_ragged(&job, nq, nr)
     elif _use_blas(nq, nr, d):
         _reduce_dense_blas(Q, R, c, pmax, pmean)
     else:
@@ -258,7 +377,9 @@ def cosine_reduce(queries, refs, offsets=None, reduce="max", clamp=None):
 
     if single:
         return out_max if want_max else out_mean
-    return tuple(out_max if name == "max" else out_mean for name in names)
+    if names is _MAX_MEAN:
+        return out_max, out_mean
+    return tuple([out_max if name == "max" else out_mean for name in names])
 
 
 # ---- backend and route control (used by simkernel.kernels) ----
@@ -289,6 +410,17 @@ def cpu_features():
 def blas_route():
     """(mode, min_work, min_rows): mode -1 chooses by shape, 0 always native, 1 always BLAS."""
     return _blas_mode, _blas_min_work, _blas_min_rows
+
+
+def num_threads():
+    return _num_threads
+
+
+def set_num_threads(int n):
+    global _num_threads
+    if n < 1 or n > SK_MAX_THREADS:
+        raise ValueError(f"number of kernel threads must be between 1 and {SK_MAX_THREADS}; got {n}")
+    _num_threads = n
 
 
 def set_blas_route(int mode):
