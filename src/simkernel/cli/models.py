@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -59,16 +60,14 @@ def _print_table(rows: list[tuple[str, ...]]) -> None:
 
 
 def _prepare(args: argparse.Namespace) -> None:
-    from simkernel.runtime import prepare
+    from simkernel.runtime.prepare import prepare_model
     from simkernel.runtime.registry import DEFAULT_MODEL, canonical_id
 
     model = canonical_id(args.model) if args.model else DEFAULT_MODEL
-    if model == DEFAULT_MODEL:
-        folder = prepare.prepare_default_model(force=args.force)
-    else:
-        folder = prepare.prepare_model(model, force=args.force)
+    print(f"preparing {model} (fp32 and int8) ...", file=sys.stderr, flush=True)
+    folder = Path(prepare_model(model, force=args.force))
     print(f"{model}: ready in {folder}")
-    _print_files(Path(folder))
+    _print_files(folder)
 
 
 def _export(args: argparse.Namespace) -> None:
@@ -79,9 +78,13 @@ def _export(args: argparse.Namespace) -> None:
         )
     from simkernel.runtime.export import export_model
 
-    folder = export_model(src, Path(args.dst), precision=args.precision)
+    precisions = ("fp32", "int8") if args.precision == "int8" else ("fp32",)
+    print(
+        f"exporting {src} ({' and '.join(precisions)}, with a parity check) ...", file=sys.stderr, flush=True
+    )
+    folder = Path(export_model(src, Path(args.dst), precisions, overwrite=args.overwrite))
     print(f"exported {src} to {folder}")
-    _print_files(Path(folder))
+    _print_files(folder)
     print(f"use it with --model {folder}, or TextEncoder({str(folder)!r})")
 
 
@@ -130,9 +133,13 @@ def _info(args: argparse.Namespace) -> None:
     if source:
         print(f"source       {_compact(source)}")
     _print_files(folder, manifest)
-    for key in ("parity", "export"):
-        if manifest.get(key):
-            print(f"{key:<12} {_compact(manifest[key])}")
+    parity = manifest.get("parity")
+    if isinstance(parity, dict):
+        for key, figures in parity.items():
+            label = "parity" if key == "reference" else f"parity {key}"
+            print(f"{label:<12} {figures if isinstance(figures, str) else _compact(figures)}")
+    if manifest.get("export"):
+        print(f"{'export':<12} {_compact(manifest['export'])}")
 
 
 def _manifest(path: Path) -> dict[str, Any]:

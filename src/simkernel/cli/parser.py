@@ -186,5 +186,6 @@ def _add_models(commands: argparse._SubParsersAction) -> None:
         default="fp32",
         help="int8 also writes model_int8.onnx beside the fp32 model (default: fp32 only)",
     )
+    export.add_argument("--overwrite", action="store_true", help="replace DST if it exists and is not empty")
     info = actions.add_parser("info", help="dimension, pooling, files and parity figures of a model")
     info.add_argument("model", metavar="ID", help="model id in the store, or a bundle folder")
