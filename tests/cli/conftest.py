@@ -30,6 +30,7 @@ def cli(capsys, monkeypatch):
         if stdin is not None:
             data = stdin.encode("utf-8") if isinstance(stdin, str) else stdin
             monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data), encoding="utf-8"))
+        capsys.readouterr()  # drop what the test itself printed before
         code = main([str(a) for a in argv])
         captured = capsys.readouterr()
         return CliResult(code, captured.out, captured.err)

