@@ -6,8 +6,10 @@ BIN    := $(VENV)/bin
 
 .PHONY: demo test setup models bench lint clean
 
-## demo: set everything up if needed, then score the example answers on the embedded default model.
-demo: models
+## demo: set everything up if needed, prepare the embedded default model (offline; the test models are not
+## needed), then score the example answers on it.
+demo: setup
+	$(BIN)/simkernel models prepare
 	$(BIN)/simkernel score examples/answers.csv --ground-truth ground_truth --predicted predicted --label label --output scored.csv
 
 ## test: set everything up if needed, then run the whole test suite (CI runs exactly this).
