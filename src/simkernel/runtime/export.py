@@ -395,7 +395,7 @@ def _versions() -> dict[str, str]:
 
 def _write_manifest(bundle, src, config, model_id, files, parity, export_info, source, revision) -> None:
     entries = {}
-    for path in sorted(p for p in bundle.rglob("*") if p.is_file()):
+    for path in sorted(p for p in bundle.rglob("*") if p.is_file() and p != bundle / MANIFEST):
         name = path.relative_to(bundle).as_posix()
         entries[name] = {"bytes": path.stat().st_size, "sha256": file_sha256(path), **files.get(name, {})}
     weights = {name: {"bytes": (src / name).stat().st_size, "sha256": file_sha256(src / name)}

