@@ -24,8 +24,8 @@ def import_optional(module: str, extra: str, feature: str) -> ModuleType:
     try:
         return importlib.import_module(module)
     except ImportError as exc:
-        hint = "pip install torch==2.13.0 " if extra == "export" else ""
+        hint = "torch==2.13.0 " if extra == "export" else ""
         raise MissingDependencyError(
             f"{feature} needs the Python package {module!r}, which is not installed ({exc}). "
-            f"Install it with: {hint}pip install 'simkernel[{extra}]'"
+            f"Install it with: pip install {hint}'simkernel[{extra}]'"
         ) from exc
