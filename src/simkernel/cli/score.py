@@ -43,7 +43,7 @@ def run_score(args: argparse.Namespace) -> int:
     """Run the ``score`` sub-command; returns the exit status (errors are raised as CliError)."""
     started = time.perf_counter()
     _check_options(args)
-    out_format = _output_format(args)
+    out_format = format_of(args.output, args.output_format)  # a bad extension fails before any work
     table = read_table(args.file, args.input_format)
     columns = _columns(args)
     _check_columns(table, columns, args)
@@ -112,10 +112,6 @@ def _check_options(args: argparse.Namespace) -> None:
         )
     if not args.score_column.strip():
         raise UsageError("--score-column must be a non-empty name")
-
-
-def _output_format(args: argparse.Namespace) -> str | None:
-    return format_of(args.output, args.output_format)
 
 
 def _columns(args: argparse.Namespace) -> dict[str, str]:
