@@ -180,3 +180,15 @@ def test_progress_bar_only_on_a_terminal_and_not_when_quiet(script, minilm):
     assert piped.returncode == 0
     assert b"scoring [" not in piped.stderr and b"\r" not in piped.stderr
     assert b"simkernel score: 45 rows" in piped.stderr
+
+
+def test_a_model_that_cannot_be_found_is_one_line_exit_1(script, tmp_path):
+    result = run(
+        [script, "score", str(EXAMPLES / "answers.csv"), "--model", "acme/no-such-model"],
+        env={"HF_HUB_OFFLINE": "1", "SIMKERNEL_HOME": str(tmp_path / "empty-store")},
+    )
+    assert result.returncode == 1
+    lines = result.stderr.decode().strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("simkernel: error: ")
+    assert "acme/no-such-model" in lines[0]
+    assert result.stdout == b""

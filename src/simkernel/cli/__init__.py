@@ -8,7 +8,6 @@ failure. Heavy modules (onnxruntime, the evaluators) load only when a command ne
 
 from __future__ import annotations
 
-import logging
 import os
 import sys
 from collections.abc import Sequence
@@ -28,8 +27,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
     except SystemExit as exc:  # argparse: --help/--version (0) or a usage error (2, message printed)
         return exc.code if isinstance(exc.code, int) else EXIT_USAGE
-    # huggingface_hub logs every retry of an unreachable hub; the final error says it all, in one line
-    logging.getLogger("huggingface_hub").setLevel(logging.ERROR)
+    # huggingface_hub logs every retry of an unreachable hub; the final error says it all, in one line.
+    # It sets its level from HF_HUB_VERBOSITY when imported (later, if at all): a user's setting wins.
+    os.environ.setdefault("HF_HUB_VERBOSITY", "error")
     try:
         if args.command == "score":
             from simkernel.cli.score import run_score
