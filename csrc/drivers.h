@@ -21,17 +21,44 @@
 
 #include "simkernel.h"
 
-/* 1/sqrt(ss) for a squared norm ss: 0 for a zero row, NaN for NaN, infinity or a float32 overflow. */
+/* float32 sums are trusted only when a squared norm lies in [SK_SAFE_LO, SK_SAFE_HI]: outside it (tiny or
+ * huge elements) a float32 square or product may underflow to 0 or overflow to infinity, so the quantities
+ * are recomputed in float64 (a rare path: zero rows and extreme magnitudes only). */
+#define SK_SAFE_LO 1e-30
+#define SK_SAFE_HI 1e30
+
+static inline int SK_FN(unsafe)(double ss) { return !(ss >= SK_SAFE_LO && ss <= SK_SAFE_HI); }
+
+/* The same inverse norm, kept in float32 by the matrix kernels: outside these bounds the row is extreme. */
+static inline int SK_FN(unsafe_inv)(double inv) { return !(inv >= 1e-15 && inv <= 1e15); }
+
+static double SK_FN(dot_f64)(const float *a, const float *b, size_t d) {
+    double s = 0.0;
+    for (size_t k = 0; k < d; ++k) s += (double)a[k] * (double)b[k];
+    return s;
+}
+
+static double SK_FN(sumsq_f64)(const float *x, size_t d) {
+    double s = (double)sk_sumsq(x, d);
+    return SK_FN(unsafe)(s) ? SK_FN(dot_f64)(x, x, d) : s;
+}
+
+/* 1/sqrt(ss) for a squared norm ss: 0 for a zero row, NaN for NaN or infinity. */
 static inline double SK_FN(inv_norm)(double ss) {
-    if (ss > 0.0 && ss <= (double)FLT_MAX) return 1.0 / sqrt(ss);
+    if (ss > 0.0 && ss <= DBL_MAX) return 1.0 / sqrt(ss);
     if (ss == 0.0) return 0.0;
     return NAN;
 }
 
 /* Cosine from a dot product and two squared norms (see the numerics in simkernel.h). */
 static inline float SK_FN(cos_from)(double ab, double aa, double bb) {
-    if (aa > 0.0 && bb > 0.0 && aa <= (double)FLT_MAX && bb <= (double)FLT_MAX) return (float)(ab / sqrt(aa * bb));
+    if (aa > 0.0 && bb > 0.0 && aa <= DBL_MAX && bb <= DBL_MAX) return (float)(ab / (sqrt(aa) * sqrt(bb)));
     return (float)(ab * SK_FN(inv_norm)(aa) * SK_FN(inv_norm)(bb));
+}
+
+/* The cosine entirely in float64 (the path of extreme rows). */
+static float SK_FN(cos_exact)(const float *a, const float *b, size_t d) {
+    return SK_FN(cos_from)(SK_FN(dot_f64)(a, b, d), SK_FN(dot_f64)(a, a, d), SK_FN(dot_f64)(b, b, d));
 }
 
 /* Running clamp + max + sum of a group of similarities. NaN is sticky in both. */
@@ -49,8 +76,12 @@ static inline void SK_FN(finish)(size_t count, float mx, double sum, float *out_
 static void SK_FN(normalize)(const float *x, size_t n, size_t d, float *out) {
     for (size_t i = 0; i < n; ++i) {
         const float *row = x + i * d;
-        float inv = (float)SK_FN(inv_norm)((double)sk_sumsq(row, d));
-        sk_scale(row, d, inv, out + i * d);
+        double inv = SK_FN(inv_norm)(SK_FN(sumsq_f64)(row, d));
+        if (SK_FN(unsafe_inv)(inv) && inv != 0.0) {
+            for (size_t k = 0; k < d; ++k) out[i * d + k] = (float)((double)row[k] * inv);
+        } else {
+            sk_scale(row, d, (float)inv, out + i * d);
+        }
     }
 }
 
@@ -58,25 +89,41 @@ static void SK_FN(paired_cosine)(const float *a, const float *b, size_t n, size_
     for (size_t i = 0; i < n; ++i) {
         sk_acc ab, aa, bb;
         sk_dot3(a + i * d, b + i * d, d, &ab, &aa, &bb);
-        out[i] = SK_FN(cos_from)((double)ab, (double)aa, (double)bb);
+        if (SK_FN(unsafe)((double)aa) || SK_FN(unsafe)((double)bb)) {
+            const float *x = a + i * d, *y = b + i * d;
+            out[i] = SK_FN(cos_from)(SK_FN(dot_f64)(x, y, d), SK_FN(dot_f64)(x, x, d), SK_FN(dot_f64)(y, y, d));
+        } else {
+            out[i] = SK_FN(cos_from)((double)ab, (double)aa, (double)bb);
+        }
     }
 }
 
 /* inv[j] = 1 / ||x[j]|| (0 for zero rows, NaN for NaN rows), in float32. */
 static void SK_FN(inv_norms)(const float *x, size_t n, size_t d, float *inv) {
-    for (size_t i = 0; i < n; ++i) inv[i] = (float)SK_FN(inv_norm)((double)sk_sumsq(x + i * d, d));
+    for (size_t i = 0; i < n; ++i) inv[i] = (float)SK_FN(inv_norm)(SK_FN(sumsq_f64)(x + i * d, d));
 }
 
-/* Similarities of one query row (inverse norm iq) against m refs with inverse norms ib, into s[0:m]. */
+/* Similarities of one query row (inverse norm iq) against m refs with inverse norms ib, into s[0:m].
+ * A pair with an extreme row (inverse norm outside [1e-15, 1e15]) has its dot product redone in float64. */
 static inline void SK_FN(sims_row)(const float *q, double iq, const float *b, const float *ib, size_t m, size_t d,
                                    float *s) {
+    int q_extreme = SK_FN(unsafe_inv)(iq) && iq != 0.0;
     size_t j = 0;
     for (; j + 4 <= m; j += 4) {
         sk_acc dots[4];
         sk_dot4(q, b + j * d, d, d, dots);
-        for (int k = 0; k < 4; ++k) s[j + k] = (float)((double)dots[k] * iq * (double)ib[j + k]);
+        for (int k = 0; k < 4; ++k) {
+            double dot = (double)dots[k], ibk = (double)ib[j + k];
+            s[j + k] = (q_extreme || (SK_FN(unsafe_inv)(ibk) && ibk != 0.0))
+                           ? SK_FN(cos_exact)(q, b + (j + k) * d, d)
+                           : (float)(dot * iq * ibk);
+        }
     }
-    for (; j < m; ++j) s[j] = (float)((double)sk_dot(q, b + j * d, d) * iq * (double)ib[j]);
+    for (; j < m; ++j) {
+        double dot = (double)sk_dot(q, b + j * d, d), ibj = (double)ib[j];
+        s[j] = (q_extreme || (SK_FN(unsafe_inv)(ibj) && ibj != 0.0)) ? SK_FN(cos_exact)(q, b + j * d, d)
+                                                                   : (float)(dot * iq * ibj);
+    }
 }
 
 static void SK_FN(cosine_matrix)(const float *a, size_t n, const float *b, size_t m, size_t d, float *work,
@@ -91,14 +138,21 @@ static void SK_FN(cosine_reduce)(const float *queries, size_t nq, const float *r
                                  size_t d, sk_clamp clamp, float *out_max, float *out_mean) {
     for (size_t i = 0; i < nq; ++i) {
         const float *q = queries + i * d;
-        double iq = SK_FN(inv_norm)((double)sk_sumsq(q, d));
+        double qq = SK_FN(sumsq_f64)(q, d), iq = SK_FN(inv_norm)(qq);
+        int q_extreme = SK_FN(unsafe)(qq);
         size_t beg = (size_t)offsets[i], end = (size_t)offsets[i + 1];
         float mx = -INFINITY;
         double sum = 0.0;
         for (size_t j = beg; j < end; ++j) {
             sk_acc qr, rr;
-            sk_dot2(q, refs + j * d, d, &qr, &rr);
-            float s = (float)((double)qr * iq * SK_FN(inv_norm)((double)rr));
+            const float *r = refs + j * d;
+            sk_dot2(q, r, d, &qr, &rr);
+            double dqr = (double)qr, drr = (double)rr;
+            if (q_extreme || SK_FN(unsafe)(drr)) {
+                dqr = SK_FN(dot_f64)(q, r, d);
+                drr = SK_FN(dot_f64)(r, r, d);
+            }
+            float s = (float)(dqr * iq * SK_FN(inv_norm)(drr));
             SK_FN(push)(s, clamp, &mx, &sum);
         }
         SK_FN(finish)(end - beg, mx, sum, out_max, out_mean, i);
@@ -122,7 +176,7 @@ static void SK_FN(cosine_reduce_dense)(const float *queries, size_t nq, const fl
     SK_FN(inv_norms)(refs, nr, d, work);
     for (size_t i = 0; i < nq; ++i) {
         const float *q = queries + i * d;
-        double iq = SK_FN(inv_norm)((double)sk_sumsq(q, d));
+        double iq = SK_FN(inv_norm)(SK_FN(sumsq_f64)(q, d));
         float mx = 0.0f;
         double sum = 0.0;
         for (size_t j = 0; j < nr; j += 64) {

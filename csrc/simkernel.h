@@ -11,12 +11,13 @@
  *     `dot / sqrt(|a|^2 |b|^2)` and the inverse norms are computed in float64 and rounded once to float32.
  *     Against a float64 reference the absolute error of a cosine is about 1e-7 * sqrt(d) for typical
  *     embeddings (the tests assert <= 2e-6 + 3e-7 * sqrt(d)).
- *   - Zero-norm rows: a cosine involving a row whose squared norm is exactly 0 is 0.0; `normalize` leaves
+ *   - Zero-norm rows: a cosine involving a row of zeros is 0.0; `normalize` leaves
  *     such a row all zeros.
  *   - NaN: a NaN (or an infinity) anywhere in a row makes every cosine involving that row NaN, and
  *     `normalize` turns the row into NaN; a NaN similarity stays NaN through clamp, max and mean.
- *     A squared norm that overflows float32 (|x| beyond ~1e19) is treated like an infinity: NaN, never a
- *     silent 0.
+ *   - Extreme magnitudes: when a float32 squared norm falls outside [1e-30, 1e30] (elements below ~1e-16
+ *     or above ~1e14, where float32 squares underflow or overflow), that row's sums are redone in float64,
+ *     so tiny or huge (finite) vectors get correct cosines, never a silent 0 or NaN.
  *   - No clamping: a cosine may come out a few ulp outside [-1, 1]; only `clamp` (when asked) changes values.
  *   - Reductions: `max` is the largest similarity of the group (NaN if any is NaN); `mean` is the sum of
  *     the group's similarities (float64 for per-pair kernels; float32 lanes, then float64, when reducing a

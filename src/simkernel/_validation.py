@@ -31,7 +31,7 @@ def as_matrix(x: Any, name: str) -> np.ndarray:
     except (TypeError, ValueError) as exc:  # ragged nested lists and the like
         raise ValueError(f"{name} must be a 2-D float32 array of shape (rows, dim); could not read it as an "
                          f"array: {exc}") from exc
-    if arr.dtype != _FLOAT32 and arr.dtype != np.float64:
+    if arr.dtype.kind != "f" or arr.dtype.itemsize not in (4, 8):  # float32/float64 of either byte order
         raise TypeError(
             f"{name} has dtype {arr.dtype}; expected float32 (float64 is converted). "
             f"Convert it with np.asarray({name}, dtype=np.float32)."
@@ -116,6 +116,8 @@ def parse_clamp(clamp: Any) -> tuple[bool, float, float]:
     """``(enabled, lo, hi)`` from ``None`` or a pair ``(lo, hi)`` of real numbers with ``lo <= hi``."""
     if clamp is None:
         return False, 0.0, 0.0
+    if isinstance(clamp, np.ndarray) and clamp.ndim == 1:
+        clamp = clamp.tolist()
     if isinstance(clamp, (str, bytes)) or not isinstance(clamp, Sequence) or len(clamp) != 2:
         raise ValueError(f"clamp must be None or a pair (lo, hi), e.g. (0.0, 1.0); got {clamp!r}")
     try:

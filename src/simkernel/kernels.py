@@ -20,6 +20,7 @@ The GIL is released during every native computation, so Python threads run these
 Backends: ``serial`` (portable C), ``haswell`` (AVX2+FMA), ``skylake`` (AVX-512F) on x86-64, ``neon`` on
 AArch64. The best one this CPU supports is chosen at import; ``SIMKERNEL_BACKEND=<name>`` in the
 environment, :func:`set_backend` or the :func:`use_backend` context manager force one (process-wide).
+Large memory-bound calls are split over up to :func:`get_num_threads` threads (``SIMKERNEL_NUM_THREADS``).
 
 Large products: :func:`cosine_matrix` and :func:`cosine_reduce` without ``offsets`` hand the matrix product
 to BLAS (``numpy.matmul`` on rows normalised natively) once ``min(n, m) >= 16`` and ``n * m * dim >= 4e6``
@@ -45,9 +46,12 @@ __all__ = [
     "available_backends",
     "set_backend",
     "use_backend",
+    "get_num_threads",
+    "set_num_threads",
 ]
 
 BACKEND_ENV = "SIMKERNEL_BACKEND"
+THREADS_ENV = "SIMKERNEL_NUM_THREADS"
 
 normalize.__doc__ = """normalize(x) -> (n, d) float32 array
 
@@ -133,6 +137,21 @@ def use_backend(name: str | None = None, *, blas: bool | None = None) -> Iterato
         _cosine.select_backend(previous)
 
 
+def get_num_threads() -> int:
+    """Most threads one large memory-bound call (``paired_cosine``, ragged ``cosine_reduce``, ``normalize``)
+    may use. A call is split only when each part reads at least 2**18 floats (1 MiB), so calls smaller
+    than that always run on the calling thread. Default: the CPUs this process may use, at most 8."""
+    return _cosine.num_threads()
+
+
+def set_num_threads(n: int) -> int:
+    """Sets :func:`get_num_threads` for the whole process (1 disables splitting); returns the old value.
+    Results do not depend on it. The BLAS route's matrix product follows numpy's BLAS threads instead."""
+    previous = _cosine.num_threads()
+    _cosine.set_num_threads(int(n))
+    return previous
+
+
 def capabilities() -> dict:
     """What the CPU offers and what runs: ``{"cpu": {...}, "compiled": [...], "available": [...],
     "backend": name, "forced_by_env": name or None, "blas_route": {...}}``."""
@@ -143,6 +162,7 @@ def capabilities() -> dict:
         "available": available_backends(),
         "backend": _cosine.active_backend(),
         "forced_by_env": os.environ.get(BACKEND_ENV) or None,
+        "num_threads": _cosine.num_threads(),
         "blas_route": {
             "mode": {-1: "by shape", 0: "never", 1: "always"}[mode],
             "min_work": min_work,
@@ -151,13 +171,19 @@ def capabilities() -> dict:
     }
 
 
-def _apply_env_backend() -> None:
+def _apply_environment() -> None:
     name = os.environ.get(BACKEND_ENV)
     if name:
         try:
             set_backend(name)
         except ValueError as exc:
             raise ValueError(f"{BACKEND_ENV}={name!r}: {exc}") from None
+    threads = os.environ.get(THREADS_ENV)
+    if threads:
+        try:
+            set_num_threads(int(threads))
+        except ValueError as exc:
+            raise ValueError(f"{THREADS_ENV}={threads!r}: expected an integer from 1 to 64 ({exc})") from None
 
 
-_apply_env_backend()
+_apply_environment()
