@@ -112,14 +112,17 @@ def prepare_reranker(force: bool) -> None:
         print(f"{model_id}: {store.model_dir(model_id)}")
 
 
-def build_seeded_cross_encoder(base: Path, dst: Path, num_labels: int = 1, seed: int = 0) -> Path:
-    """Save a ``BertForSequenceClassification`` checkpoint at ``dst``: the encoder weights of ``base`` plus a
-    classification head initialised from ``torch.manual_seed(seed)`` (deterministic). Returns ``dst``."""
+def build_seeded_cross_encoder(
+    base: Path, dst: Path, num_labels: int = 1, seed: int = 0, num_layers: int | None = None
+) -> Path:
+    """Save a ``BertForSequenceClassification`` checkpoint at ``dst``: the encoder weights of ``base`` (its first
+    ``num_layers`` layers when given) plus a classification head drawn from ``seed`` (deterministic)."""
     import torch
     from transformers import AutoTokenizer, BertForSequenceClassification
 
     torch.manual_seed(seed)
-    model = BertForSequenceClassification.from_pretrained(str(base), num_labels=num_labels)
+    extra = {"num_hidden_layers": num_layers} if num_layers else {}
+    model = BertForSequenceClassification.from_pretrained(str(base), num_labels=num_labels, **extra)
     with torch.no_grad():  # a head with a visible spread of scores (the default init is near zero)
         generator = torch.Generator().manual_seed(seed)
         model.classifier.weight.copy_(torch.randn(model.classifier.weight.shape, generator=generator) * 0.5)
