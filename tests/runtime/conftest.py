@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from runtime_helpers import DEFAULT_MODEL, SPECIAL_TEXTS
 
+
 @pytest.fixture(scope="session")
 def default_bundle() -> Path:
     """The default model's bundle folder in the store; fails (never skips) when it was not prepared."""

@@ -105,8 +105,13 @@ class FakeHub:
         if file_path.endswith(".onnx"):
             sha = hashlib.sha256(data).hexdigest()
             location = f"http://localhost:{self.port}/cdn/{sha}"
-            headers = {**common, "Location": location, "X-Linked-Etag": f'"{sha}"', "X-Linked-Size": str(len(data)),
-                       "ETag": f'"{sha[:40]}"'}
+            headers = {
+                **common,
+                "Location": location,
+                "X-Linked-Etag": f'"{sha}"',
+                "X-Linked-Size": str(len(data)),
+                "ETag": f'"{sha[:40]}"',
+            }
             return self._send(h, 302, headers, b"", head)
         etag = hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
         return self._send(h, 200, {**common, "ETag": f'"{etag}"'}, data, head)
@@ -115,7 +120,12 @@ class FakeHub:
         data = self._blobs.get(sha)
         if data is None:
             return self._error(h, 404, "EntryNotFound", "no such blob", head)
-        name = next(p for files in self.repos.values() for p, d in files.items() if hashlib.sha256(d).hexdigest() == sha)
+        name = next(
+            p
+            for files in self.repos.values()
+            for p, d in files.items()
+            if hashlib.sha256(d).hexdigest() == sha
+        )
         if not head and name == self.fail_path:
             return self._error(h, 500, "InternalError", "storage backend failed", head)
         start = 0

@@ -30,7 +30,6 @@ SPECIAL_TEXTS = [
 ]
 
 
-
 def cosine_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Row-wise cosine in float64."""
     a = a.astype(np.float64)
@@ -50,8 +49,13 @@ def _tiny_bert_config(**extra):
     from transformers import BertConfig
 
     return BertConfig(
-        vocab_size=30522, hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64,
-        max_position_embeddings=512, **extra,
+        vocab_size=30522,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=512,
+        **extra,
     )
 
 
@@ -64,20 +68,28 @@ def _onnx_export(model, folder: Path, output: str) -> None:
             self.inner = inner
 
         def forward(self, input_ids, attention_mask, token_type_ids):
-            out = self.inner(input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids)
+            out = self.inner(
+                input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids
+            )
             return out.logits if output == "logits" else out.last_hidden_state
 
     ids = torch.ones(2, 7, dtype=torch.long)
     names = ["input_ids", "attention_mask", "token_type_ids"]
     torch.onnx.export(
-        Wrapper(model.eval()), (ids, ids, torch.zeros_like(ids)), str(folder / "model.onnx"),
-        input_names=names, output_names=[output],
-        dynamic_axes={n: {0: "batch", 1: "seq"} for n in [*names, output]}, opset_version=17, dynamo=False,
+        Wrapper(model.eval()),
+        (ids, ids, torch.zeros_like(ids)),
+        str(folder / "model.onnx"),
+        input_names=names,
+        output_names=[output],
+        dynamic_axes={n: {0: "batch", 1: "seq"} for n in [*names, output]},
+        opset_version=17,
+        dynamo=False,
     )
 
 
-def make_tiny_bi_encoder(root: Path, reference_checkpoint: Path, pooling_mode: str, normalize: bool,
-                         max_seq_length: int = 64) -> Path:
+def make_tiny_bi_encoder(
+    root: Path, reference_checkpoint: Path, pooling_mode: str, normalize: bool, max_seq_length: int = 64
+) -> Path:
     """A random tiny BERT saved as a sentence-transformers checkpoint plus its ONNX export (one folder)."""
     import torch
     from transformers import BertModel
@@ -96,15 +108,23 @@ def make_tiny_bi_encoder(root: Path, reference_checkpoint: Path, pooling_mode: s
         {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
     ]
     if normalize:
-        modules.append({"idx": 2, "name": "2", "path": "2_Normalize", "type": "sentence_transformers.models.Normalize"})
+        modules.append(
+            {"idx": 2, "name": "2", "path": "2_Normalize", "type": "sentence_transformers.models.Normalize"}
+        )
     (folder / "modules.json").write_text(json.dumps(modules))
-    (folder / "sentence_bert_config.json").write_text(json.dumps({"max_seq_length": max_seq_length,
-                                                                  "do_lower_case": False}))
+    (folder / "sentence_bert_config.json").write_text(
+        json.dumps({"max_seq_length": max_seq_length, "do_lower_case": False})
+    )
     (folder / "1_Pooling").mkdir()
-    (folder / "1_Pooling" / "config.json").write_text(json.dumps({
-        "embedding_dimension": 32, "pooling_mode": pooling_mode.split("+") if "+" in pooling_mode else pooling_mode,
-        "include_prompt": True,
-    }))
+    (folder / "1_Pooling" / "config.json").write_text(
+        json.dumps(
+            {
+                "embedding_dimension": 32,
+                "pooling_mode": pooling_mode.split("+") if "+" in pooling_mode else pooling_mode,
+                "include_prompt": True,
+            }
+        )
+    )
     _onnx_export(model, folder, "token_embeddings")
     return folder
 

@@ -36,9 +36,14 @@ def test_bundle_reads_like_its_checkpoint(default_bundle, reference_checkpoint):
 
 @pytest.mark.parametrize(
     ("architectures", "kind"),
-    [(["BertForSequenceClassification"], "cross-encoder"), (["XLMRobertaModel"], "bi-encoder"),
-     (["BertModel", "RobertaForSequenceClassification"], "cross-encoder"), ([], "bi-encoder"),
-     (None, "bi-encoder"), (["BertForMaskedLM"], "bi-encoder")],
+    [
+        (["BertForSequenceClassification"], "cross-encoder"),
+        (["XLMRobertaModel"], "bi-encoder"),
+        (["BertModel", "RobertaForSequenceClassification"], "cross-encoder"),
+        ([], "bi-encoder"),
+        (None, "bi-encoder"),
+        (["BertForMaskedLM"], "bi-encoder"),
+    ],
 )
 def test_kind_follows_haystack_rule(tmp_path, architectures, kind):
     _write(tmp_path, "config.json", {"architectures": architectures, "hidden_size": 8})
@@ -46,16 +51,29 @@ def test_kind_follows_haystack_rule(tmp_path, architectures, kind):
 
 
 def test_pooling_defaults_and_variants(tmp_path):
-    _write(tmp_path, "config.json", {"architectures": ["BertModel"], "hidden_size": 8, "max_position_embeddings": 512})
+    _write(
+        tmp_path,
+        "config.json",
+        {"architectures": ["BertModel"], "hidden_size": 8, "max_position_embeddings": 512},
+    )
     cfg = read_model_config(tmp_path)
-    assert cfg.pooling == "mean" and cfg.normalize is False  # sentence-transformers' default for plain checkpoints
+    assert (
+        cfg.pooling == "mean" and cfg.normalize is False
+    )  # sentence-transformers' default for plain checkpoints
     assert cfg.max_seq_length == 512
-    _write(tmp_path, "modules.json", [
-        {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
-        {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
-    ])
-    _write(tmp_path, "1_Pooling/config.json", {"word_embedding_dimension": 8, "pooling_mode_cls_token": True,
-                                               "pooling_mode_mean_tokens": False})
+    _write(
+        tmp_path,
+        "modules.json",
+        [
+            {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+            {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
+        ],
+    )
+    _write(
+        tmp_path,
+        "1_Pooling/config.json",
+        {"word_embedding_dimension": 8, "pooling_mode_cls_token": True, "pooling_mode_mean_tokens": False},
+    )
     assert read_model_config(tmp_path).pooling == "cls"
     _write(tmp_path, "1_Pooling/config.json", {"embedding_dimension": 8, "pooling_mode": "lasttoken"})
     assert read_model_config(tmp_path).pooling == "lasttoken"
@@ -69,12 +87,16 @@ def test_pooling_defaults_and_variants(tmp_path):
 
 def test_unsupported_modules_are_reported(tmp_path):
     _write(tmp_path, "config.json", {"architectures": ["BertModel"], "hidden_size": 8})
-    _write(tmp_path, "modules.json", [
-        {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
-        {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
-        {"idx": 2, "name": "2", "path": "2_Dense", "type": "sentence_transformers.models.Dense"},
-        {"idx": 3, "name": "3", "path": "3_Normalize", "type": "sentence_transformers.models.Normalize"},
-    ])
+    _write(
+        tmp_path,
+        "modules.json",
+        [
+            {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+            {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
+            {"idx": 2, "name": "2", "path": "2_Dense", "type": "sentence_transformers.models.Dense"},
+            {"idx": 3, "name": "3", "path": "3_Normalize", "type": "sentence_transformers.models.Normalize"},
+        ],
+    )
     cfg = read_model_config(tmp_path)
     assert cfg.unsupported_modules == ("Dense",) and cfg.normalize is True
 
@@ -90,8 +112,16 @@ def test_max_seq_length_rules(tmp_path):
     assert cfg.max_seq_length == 200 and cfg.do_lower_case is True
     _write(tmp_path, "sentence_bert_config.json", {"max_seq_length": 4096})
     assert read_model_config(tmp_path).max_seq_length == 512  # capped by the position embeddings
-    _write(tmp_path, "config.json", {"architectures": ["XLMRobertaModel"], "model_type": "xlm-roberta",
-                                     "max_position_embeddings": 514, "pad_token_id": 1})
+    _write(
+        tmp_path,
+        "config.json",
+        {
+            "architectures": ["XLMRobertaModel"],
+            "model_type": "xlm-roberta",
+            "max_position_embeddings": 514,
+            "pad_token_id": 1,
+        },
+    )
     (tmp_path / "sentence_bert_config.json").unlink()
     (tmp_path / "tokenizer_config.json").unlink()
     cfg = read_model_config(tmp_path)
@@ -100,12 +130,27 @@ def test_max_seq_length_rules(tmp_path):
 
 @pytest.mark.parametrize(
     ("extra", "num_labels", "activation"),
-    [({"id2label": {"0": "LABEL_0"}}, 1, "sigmoid"),
-     ({"id2label": {"0": "a", "1": "b", "2": "c"}}, 3, "identity"),
-     ({"id2label": {"0": "x"}, "sentence_transformers": {"activation_fn": "torch.nn.modules.linear.Identity"}}, 1,
-      "identity"),
-     ({"id2label": {"0": "x"}, "sbert_ce_default_activation_function": "torch.nn.modules.activation.Tanh"}, 1, "tanh"),
-     ({"id2label": {"0": "x"}, "sentence_transformers": {"activation_fn": "mypkg.Custom"}}, 1, "sigmoid")],
+    [
+        ({"id2label": {"0": "LABEL_0"}}, 1, "sigmoid"),
+        ({"id2label": {"0": "a", "1": "b", "2": "c"}}, 3, "identity"),
+        (
+            {
+                "id2label": {"0": "x"},
+                "sentence_transformers": {"activation_fn": "torch.nn.modules.linear.Identity"},
+            },
+            1,
+            "identity",
+        ),
+        (
+            {
+                "id2label": {"0": "x"},
+                "sbert_ce_default_activation_function": "torch.nn.modules.activation.Tanh",
+            },
+            1,
+            "tanh",
+        ),
+        ({"id2label": {"0": "x"}, "sentence_transformers": {"activation_fn": "mypkg.Custom"}}, 1, "sigmoid"),
+    ],
 )
 def test_cross_encoder_activation_like_sentence_transformers(tmp_path, extra, num_labels, activation):
     _write(tmp_path, "config.json", {"architectures": ["BertForSequenceClassification"], **extra})

@@ -26,8 +26,16 @@ pytestmark = [
 ]
 
 REPO = "org/tiny-embedder"
-CONFIGS = ["config.json", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.txt",
-           "modules.json", "sentence_bert_config.json", "1_Pooling/config.json"]
+CONFIGS = [
+    "config.json",
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "special_tokens_map.json",
+    "vocab.txt",
+    "modules.json",
+    "sentence_bert_config.json",
+    "1_Pooling/config.json",
+]
 
 
 @pytest.fixture(scope="module")
@@ -36,7 +44,9 @@ def tiny_repo(tiny_models_root, reference_checkpoint) -> Path:
 
     folder = make_tiny_bi_encoder(tiny_models_root, reference_checkpoint, "mean", True)
     if not (folder / "model_int8.onnx").exists():
-        quantize_dynamic(str(folder / "model.onnx"), str(folder / "model_int8.onnx"), weight_type=QuantType.QInt8)
+        quantize_dynamic(
+            str(folder / "model.onnx"), str(folder / "model_int8.onnx"), weight_type=QuantType.QInt8
+        )
     return folder
 
 
@@ -128,7 +138,9 @@ def test_failed_download_leaves_no_model(hub):
 def _spawn(code: str) -> subprocess.Popen:
     src = str(Path(__file__).resolve().parents[2] / "src")
     env = dict(os.environ, PYTHONPATH=src + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    return subprocess.Popen([sys.executable, "-c", code], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    return subprocess.Popen(
+        [sys.executable, "-c", code], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
 
 
 def test_killed_download_leaves_no_model(hub):
@@ -161,11 +173,15 @@ def test_two_processes_prepare_the_same_model_once(hub, tiny_repo):
 
 def test_repo_without_onnx_and_unknown_repo(tiny_repo, env, monkeypatch):
     fp32_only = {**_layout(with_onnx=False), "onnx/model.onnx": "model.onnx"}
-    repos = {**FakeHub.from_folder("org/no-onnx", tiny_repo, _layout(with_onnx=False)),
-             **FakeHub.from_folder("org/fp32-only", tiny_repo, fp32_only)}
+    repos = {
+        **FakeHub.from_folder("org/no-onnx", tiny_repo, _layout(with_onnx=False)),
+        **FakeHub.from_folder("org/fp32-only", tiny_repo, fp32_only),
+    }
     with FakeHub(repos) as server:
         monkeypatch.setenv("HF_ENDPOINT", server.endpoint)
-        with pytest.raises(ModelNotFoundError, match=r"publishes no onnx/model\.onnx.*simkernel models export"):
+        with pytest.raises(
+            ModelNotFoundError, match=r"publishes no onnx/model\.onnx.*simkernel models export"
+        ):
             TextEncoder("org/no-onnx")
         with pytest.raises(ModelNotFoundError, match="no such repo"):
             TextEncoder("org/does-not-exist")

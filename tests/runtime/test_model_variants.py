@@ -16,7 +16,12 @@ pytestmark = [
     pytest.mark.filterwarnings("ignore::DeprecationWarning"),
 ]
 
-TEXTS = SPECIAL_TEXTS + ["short", "a slightly longer sentence about tokenization", "Ещё одна фраза", "中文句子"]
+TEXTS = SPECIAL_TEXTS + [
+    "short",
+    "a slightly longer sentence about tokenization",
+    "Ещё одна фраза",
+    "中文句子",
+]
 PAIRS = [
     ("What is the capital of France?", "Paris is the capital of France."),
     ("", "empty first"),
@@ -29,13 +34,24 @@ PAIRS = [
 
 @pytest.mark.parametrize(
     ("pooling", "normalize"),
-    [("cls", False), ("max", True), ("mean", False), ("lasttoken", False), ("weightedmean", False),
-     ("mean_sqrt_len_tokens", False), ("cls+mean", True)],
+    [
+        ("cls", False),
+        ("max", True),
+        ("mean", False),
+        ("lasttoken", False),
+        ("weightedmean", False),
+        ("mean_sqrt_len_tokens", False),
+        ("cls+mean", True),
+    ],
 )
-def test_bi_encoder_variants_match_sentence_transformers(tiny_models_root, reference_checkpoint, pooling, normalize):
+def test_bi_encoder_variants_match_sentence_transformers(
+    tiny_models_root, reference_checkpoint, pooling, normalize
+):
     from sentence_transformers import SentenceTransformer
 
-    folder = make_tiny_bi_encoder(tiny_models_root, reference_checkpoint, pooling, normalize, max_seq_length=64)
+    folder = make_tiny_bi_encoder(
+        tiny_models_root, reference_checkpoint, pooling, normalize, max_seq_length=64
+    )
     reference = SentenceTransformer(str(folder), device="cpu").encode(TEXTS, convert_to_numpy=True)
     enc = TextEncoder(folder, threads=1)
     assert enc.max_seq_length == 64 and enc.dim == reference.shape[1]

@@ -1,4 +1,4 @@
-"""Pooling modes and normalisation against float64 numpy loops written from sentence-transformers' definitions."""
+"""Pooling modes and normalisation vs float64 numpy loops written from sentence-transformers' definitions."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from simkernel.runtime.pooling import l2_normalize, pool
 
 def _reference(emb: np.ndarray, mask: np.ndarray, mode: str) -> np.ndarray:
     out = []
-    for e, m in zip(emb.astype(np.float64), mask):
+    for e, m in zip(emb.astype(np.float64), mask, strict=True):
         idx = np.flatnonzero(m)
         if mode == "mean":
             out.append(e[idx].sum(0) / max(len(idx), 1e-9))

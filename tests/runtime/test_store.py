@@ -23,10 +23,19 @@ def _bundle(folder: Path, payload: bytes = b"onnx-bytes", manifest: bool = True)
     (folder / "config.json").write_text("{}")
     (folder / "model.onnx").write_bytes(payload)
     if manifest:
-        (folder / "simkernel.json").write_text(json.dumps({
-            "id": "org/model",
-            "files": {"model.onnx": {"bytes": len(payload), "sha256": store.file_sha256(folder / "model.onnx")}},
-        }))
+        (folder / "simkernel.json").write_text(
+            json.dumps(
+                {
+                    "id": "org/model",
+                    "files": {
+                        "model.onnx": {
+                            "bytes": len(payload),
+                            "sha256": store.file_sha256(folder / "model.onnx"),
+                        }
+                    },
+                }
+            )
+        )
     return folder
 
 
@@ -113,7 +122,10 @@ def _install_many(args):
 
 def test_concurrent_installers_never_interleave(home, tmp_path):
     ctx = multiprocessing.get_context("spawn")
-    jobs = [(str(home), str(tmp_path / f"src{i}"), payload) for i, payload in enumerate([b"A" * 100_000, b"B" * 100_000])]
+    jobs = [
+        (str(home), str(tmp_path / f"src{i}"), payload)
+        for i, payload in enumerate([b"A" * 100_000, b"B" * 100_000])
+    ]
     with ctx.Pool(2) as pool:
         assert pool.map(_install_many, jobs) == [True, True]
     folder = store.model_dir("org/model")

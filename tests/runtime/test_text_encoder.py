@@ -8,11 +8,10 @@ import threading
 
 import numpy as np
 import pytest
+from runtime_helpers import LONG_TEXT, SPECIAL_TEXTS, cosine_rows
 
 from simkernel.errors import ModelError
 from simkernel.runtime import TextEncoder
-
-from runtime_helpers import LONG_TEXT, SPECIAL_TEXTS, cosine_rows
 
 
 def test_matches_sentence_transformers(encoder, st_model, probe_texts):
@@ -167,8 +166,12 @@ def test_threads_with_cache_enabled(default_bundle, sas_texts):
 
 @pytest.mark.parametrize(
     ("bad", "index", "type_name"),
-    [(["ok", None], 1, "NoneType"), ([3, "ok"], 0, "int"), (["a", "b", b"bytes"], 2, "bytes"),
-     (["a", 1.5], 1, "float")],
+    [
+        (["ok", None], 1, "NoneType"),
+        ([3, "ok"], 0, "int"),
+        (["a", "b", b"bytes"], 2, "bytes"),
+        (["a", 1.5], 1, "float"),
+    ],
 )
 def test_non_str_items_name_the_index(encoder, bad, index, type_name):
     with pytest.raises(TypeError, match=rf"texts\[{index}\] is {type_name}"):
@@ -227,7 +230,9 @@ def test_corrupt_tokenizer_names_file(default_bundle, tmp_path):
 
 def test_missing_int8_names_prepare_and_export(default_bundle, tmp_path):
     folder = _copy_bundle(default_bundle, tmp_path / "bundle")
-    with pytest.raises(ModelError, match=r"model_int8\.onnx is missing.*simkernel models prepare.*--precision int8"):
+    with pytest.raises(
+        ModelError, match=r"model_int8\.onnx is missing.*simkernel models prepare.*--precision int8"
+    ):
         TextEncoder(folder, precision="int8")
 
 

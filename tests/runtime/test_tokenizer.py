@@ -1,4 +1,4 @@
-"""TextTokenizer against transformers' tokenizer, and the padding/truncation trap of the shipped tokenizer.json."""
+"""TextTokenizer vs transformers' tokenizer, and the padding/truncation trap of the shipped tokenizer.json."""
 
 from __future__ import annotations
 
@@ -52,11 +52,21 @@ def test_padding_is_per_batch_and_truncation_at_max_length(tok):
 
 
 def test_pairs_match_transformers(tok, hf_tokenizer):
-    pairs = [("What is the capital of France?", "Paris is the capital."), ("", "x"), (LONG_TEXT, LONG_TEXT),
-             ("Как дела?", "你好")]
+    pairs = [
+        ("What is the capital of France?", "Paris is the capital."),
+        ("", "x"),
+        (LONG_TEXT, LONG_TEXT),
+        ("Как дела?", "你好"),
+    ]
     batch = tok.pad_batch(tok.encode_pairs(pairs))
-    ref = hf_tokenizer([a for a, _ in pairs], [b for _, b in pairs], padding=True, truncation="longest_first",
-                       max_length=256, return_tensors="np")
+    ref = hf_tokenizer(
+        [a for a, _ in pairs],
+        [b for _, b in pairs],
+        padding=True,
+        truncation="longest_first",
+        max_length=256,
+        return_tensors="np",
+    )
     np.testing.assert_array_equal(batch.input_ids, ref["input_ids"])
     np.testing.assert_array_equal(batch.token_type_ids, ref["token_type_ids"])
 

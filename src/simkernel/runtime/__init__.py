@@ -29,11 +29,11 @@ _LAZY = {
 __all__ = list(_LAZY)
 
 if TYPE_CHECKING:  # pragma: no cover
-    from simkernel.runtime.config import ModelConfig, read_model_config
-    from simkernel.runtime.cross_encoder import CrossEncoder
-    from simkernel.runtime.resolve import model_architectures, resolve_model
-    from simkernel.runtime.shared import clear_shared_instances, get_cross_encoder, get_text_encoder
-    from simkernel.runtime.text_encoder import TextEncoder
+    from simkernel.runtime.config import ModelConfig, read_model_config  # noqa: F401
+    from simkernel.runtime.cross_encoder import CrossEncoder  # noqa: F401
+    from simkernel.runtime.resolve import model_architectures, resolve_model  # noqa: F401
+    from simkernel.runtime.shared import clear_shared_instances, get_cross_encoder, get_text_encoder  # noqa: F401
+    from simkernel.runtime.text_encoder import TextEncoder  # noqa: F401
 
 
 def __getattr__(name: str) -> Any:

@@ -13,7 +13,14 @@ from simkernel.runtime.config import read_json
 from simkernel.runtime.store import MANIFEST
 
 PRECISIONS = {"fp32": "model.onnx", "int8": "model_int8.onnx"}
-_PRE_OPTIMISED_LEVELS = {"basic", "extended", "all", "ORT_ENABLE_BASIC", "ORT_ENABLE_EXTENDED", "ORT_ENABLE_ALL"}
+_PRE_OPTIMISED_LEVELS = {
+    "basic",
+    "extended",
+    "all",
+    "ORT_ENABLE_BASIC",
+    "ORT_ENABLE_EXTENDED",
+    "ORT_ENABLE_ALL",
+}
 
 
 def is_bundle(folder: Path) -> bool:
@@ -40,16 +47,19 @@ def check_precision(precision: str) -> str:
 
 
 def onnx_file(folder: Path, precision: str) -> Path:
-    """The ONNX file of ``precision`` in the bundle; a missing one raises :class:`ModelError` naming the fix."""
+    """The ONNX file of ``precision`` in the bundle; if missing, :class:`ModelError` names the fix."""
     path = folder / PRECISIONS[check_precision(precision)]
     if not path.is_file():
         if precision == "int8":
             raise ModelError(
-                f"{path} is missing: this bundle has no int8 model. Build it with `simkernel models prepare` (the "
-                f"default model) or `simkernel models export SRC {folder} --precision int8`, or use precision='fp32'."
+                f"{path} is missing: this bundle has no int8 model. Build it with `simkernel models "
+                "prepare` (the "
+                f"default model) or `simkernel models export SRC {folder} --precision int8`, or use "
+                "precision='fp32'."
             )
         raise ModelError(
-            f"{path} is missing: the bundle is incomplete. Rebuild it with `simkernel models prepare` (the default "
+            f"{path} is missing: the bundle is incomplete. Rebuild it with `simkernel models prepare` (the "
+            "default "
             "model) or `simkernel models export SRC DST`, or delete the folder so it is downloaded again."
         )
     return path

@@ -47,8 +47,24 @@ _LEGACY_POOLING_KEYS = {
 _ACTIVATIONS = {"Sigmoid": "sigmoid", "Identity": "identity", "Tanh": "tanh", "Softmax": "softmax"}
 # model types whose tokenizers do not emit token_type_ids (transformers' model_input_names)
 _NO_TOKEN_TYPES = {
-    "roberta", "xlm-roberta", "xlm-roberta-xl", "camembert", "distilbert", "mpnet", "bart", "gpt2",
-    "modernbert", "qwen2", "qwen3", "llama", "mistral", "gemma", "gemma2", "gemma3_text", "t5", "mt5",
+    "roberta",
+    "xlm-roberta",
+    "xlm-roberta-xl",
+    "camembert",
+    "distilbert",
+    "mpnet",
+    "bart",
+    "gpt2",
+    "modernbert",
+    "qwen2",
+    "qwen3",
+    "llama",
+    "mistral",
+    "gemma",
+    "gemma2",
+    "gemma3_text",
+    "t5",
+    "mt5",
 }
 _ROBERTA_LIKE = {"roberta", "xlm-roberta", "xlm-roberta-xl", "camembert", "longformer"}
 _UNSET_MAX_LENGTH = 10**20  # transformers writes int(1e30) when a tokenizer has no limit
@@ -102,7 +118,8 @@ def read_json(path: Path) -> Any:
         return json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ModelError(
-            f"cannot read {path}: {exc}. The file is corrupt or unreadable; re-export or re-download the model "
+            f"cannot read {path}: {exc}. The file is corrupt or unreadable; re-export or re-download the "
+            "model "
             "(`simkernel models export SRC DST` or delete the folder and load the model again)."
         ) from exc
 
@@ -132,7 +149,9 @@ def _pooling_modes(cfg: dict | None) -> tuple[str, ...]:
             modes = ("mean",)
     for m in modes:
         if m not in POOLING_MODES:
-            raise ModelError(f"unknown pooling mode {m!r} in the pooling config; known: {', '.join(POOLING_MODES)}")
+            raise ModelError(
+                f"unknown pooling mode {m!r} in the pooling config; known: {', '.join(POOLING_MODES)}"
+            )
     return modes
 
 
@@ -164,7 +183,8 @@ def _activation(config: dict, num_labels: int) -> str:
         name = path.rsplit(".", 1)[-1]
         if name not in _ACTIVATIONS:
             raise ModelError(
-                f"the cross-encoder's config asks for activation {path!r}, which simkernel does not implement "
+                f"the cross-encoder's config asks for activation {path!r}, which simkernel does not "
+                "implement "
                 f"(known: {', '.join('torch.nn.' + k for k in _ACTIVATIONS)})"
             )
         return _ACTIVATIONS[name]
@@ -198,7 +218,8 @@ def read_model_config(path: str | Path) -> ModelConfig:
     if not config_path.is_file():
         raise ModelError(
             f"{config_path} is missing: {root} is not a transformers/sentence-transformers checkpoint nor a "
-            "simkernel bundle. Point model= at the folder that holds config.json, or re-export the model with "
+            "simkernel bundle. Point model= at the folder that holds config.json, or re-export the model "
+            "with "
             "`simkernel models export SRC DST`."
         )
     config = read_json(config_path)

@@ -59,12 +59,16 @@ class CrossEncoder:
         config = read_model_config(folder)
         if config.kind != "cross-encoder":
             raise ModelError(
-                f"{model!r} is a bi-encoder (architectures {list(config.architectures)}): it embeds texts, it does "
+                f"{model!r} is a bi-encoder (architectures {list(config.architectures)}): it embeds texts, "
+                "it does "
                 "not score pairs; use simkernel.TextEncoder and cosine similarity"
             )
         path = onnx_file(folder, precision)
         self._session = OnnxEncoderSession(
-            path, LOGITS_OUTPUTS, threads=threads, providers=providers,
+            path,
+            LOGITS_OUTPUTS,
+            threads=threads,
+            providers=providers,
             optimization=session_optimization(folder, path.name),
         )
         self._tokenizer = TextTokenizer(
@@ -103,7 +107,9 @@ class CrossEncoder:
         items = check_pairs(pairs)
         check_batch_size(batch_size)
         slots: dict[tuple[str, str], int] = {}
-        inverse = np.fromiter((slots.setdefault(p, len(slots)) for p in items), dtype=np.int64, count=len(items))
+        inverse = np.fromiter(
+            (slots.setdefault(p, len(slots)) for p in items), dtype=np.int64, count=len(items)
+        )
         unique = list(slots)
         logits = np.empty((len(unique), self.num_labels), dtype=np.float32)
         if unique:
@@ -115,7 +121,8 @@ class CrossEncoder:
                 out = self._session.run(batch.input_ids, batch.attention_mask, batch.token_type_ids)
                 if out.ndim != 2 or out.shape[1] != self.num_labels:
                     raise ModelError(
-                        f"{self._session.path} returned logits of shape {out.shape}, expected (batch, {self.num_labels}); "
+                        f"{self._session.path} returned logits of shape {out.shape}, expected (batch, "
+                        f"{self.num_labels}); "
                         "re-export the model with `simkernel models export SRC DST`"
                     )
                 logits[rows] = out

@@ -53,7 +53,7 @@ class EmbeddingCache:
         rows = np.array(vectors[start:], dtype=np.float32)
         rows.setflags(write=False)
         with self._lock:
-            for text, row in zip(texts[start:], rows):
+            for text, row in zip(texts[start:], rows, strict=True):
                 self._items[text] = row
                 self._items.move_to_end(text)
             while len(self._items) > self.max_items:

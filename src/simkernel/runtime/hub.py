@@ -32,7 +32,7 @@ _TRUE = {"1", "on", "yes", "true"}
 
 
 def hub_settings() -> dict:
-    """The hub settings in effect now: endpoint, cache_dir, offline, token (None = huggingface_hub's default)."""
+    """The hub settings in effect now: endpoint, cache_dir, offline, token (None: huggingface_hub's)."""
     hf_home = os.environ.get("HF_HOME") or os.path.join(
         os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "huggingface"
     )
@@ -90,7 +90,8 @@ def _explain(repo: str, revision: str, settings: dict, exc: Exception) -> ModelE
         hint = (
             "HF_HUB_OFFLINE=1 and the files are not in the HF cache"
             if settings["offline"]
-            else "the hub could not be reached and the files are not in the HF cache (no network? set HF_ENDPOINT "
+            else "the hub could not be reached and the files are not in the HF cache (no network? set "
+            "HF_ENDPOINT "
             "for a mirror)"
         )
     elif isinstance(exc, HfHubHTTPError):
@@ -155,8 +156,10 @@ def download_bundle(model_id: str, precision: str = "fp32", revision: str | None
                         break
                 else:
                     raise ModelError(
-                        f"{repo} (commit {commit}) publishes no int8 ONNX file (looked for {list(int8_candidates)}). "
-                        "Quantise it yourself: `simkernel models export SRC DST --precision int8`, or use precision='fp32'."
+                        f"{repo} (commit {commit}) publishes no int8 ONNX file (looked for "
+                        f"{list(int8_candidates)}). "
+                        "Quantise it yourself: `simkernel models export SRC DST --precision int8`, or use "
+                        "precision='fp32'."
                     )
             data = _fetch(repo, FP32_HUB_FILE + "_data", commit, settings)  # external weights of big graphs
             if data is not None:
@@ -172,7 +175,8 @@ def download_bundle(model_id: str, precision: str = "fp32", revision: str | None
         missing = [name for name in REQUIRED_FILES if name not in files]
         if missing:
             raise ModelError(
-                f"{repo} (commit {commit}) has no {', '.join(missing)}; simkernel needs them beside the ONNX file. "
+                f"{repo} (commit {commit}) has no {', '.join(missing)}; simkernel needs them beside the "
+                "ONNX file. "
                 f"Export the checkpoint instead: simkernel models export {repo} DST"
             )
         staging = store.new_staging_dir(model_id)
@@ -188,7 +192,12 @@ def download_bundle(model_id: str, precision: str = "fp32", revision: str | None
 
 
 def _write_manifest(
-    folder: Path, model_id: str, repo: str, revision: str, commit: str, endpoint: str,
+    folder: Path,
+    model_id: str,
+    repo: str,
+    revision: str,
+    commit: str,
+    endpoint: str,
     files: dict[str, tuple[Path, str]],
 ) -> None:
     import huggingface_hub
@@ -214,4 +223,6 @@ def _write_manifest(
         "files": entries,
         "versions": {"simkernel": simkernel.__version__, "huggingface_hub": huggingface_hub.__version__},
     }
-    (folder / store.MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    (folder / store.MANIFEST).write_text(
+        json.dumps(manifest, indent=2, sort_keys=True) + "\n", encoding="utf-8"
+    )

@@ -17,7 +17,8 @@ def check_texts(texts: Iterable[str]) -> list[str]:
     for index, item in enumerate(items):
         if not isinstance(item, str):
             raise TypeError(
-                f"texts[{index}] is {type(item).__name__} ({item!r:.60}), not str; every item must be a string "
+                f"texts[{index}] is {type(item).__name__} ({item!r:.60}), not str; every item must be a "
+                "string "
                 "(convert or drop it; use '' for an empty answer)"
             )
     return items

@@ -26,7 +26,12 @@ from simkernel.runtime import store
 from simkernel.runtime.bundle import PRECISIONS, check_precision, is_bundle
 from simkernel.runtime.registry import DEFAULT_MODEL, canonical_id
 
-WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin", "model.safetensors.index.json", "pytorch_model.bin.index.json")
+WEIGHT_FILES = (
+    "model.safetensors",
+    "pytorch_model.bin",
+    "model.safetensors.index.json",
+    "pytorch_model.bin.index.json",
+)
 
 
 def _is_checkpoint(folder: Path) -> bool:
@@ -69,7 +74,10 @@ def _export_checkpoint(folder: Path, precision: str) -> Path:
             return dest
         staging = store.new_staging_dir(model_id)
         try:
-            export_model(folder, staging, precision=precision)
+            precisions = ("fp32", "int8") if precision == "int8" else "fp32"
+            export_model(
+                folder, staging, precisions, model_id=model_id, source={"type": "local", "path": str(folder)}
+            )
             store.verify_bundle(staging)
             return store.publish_staging(staging, model_id, replace=True)
         except BaseException:
@@ -94,7 +102,9 @@ def resolve_model(model: str | Path = DEFAULT_MODEL, precision: str = "fp32") ->
         attempts.append(f"local folder {path}: no bundle (needs model.onnx, tokenizer.json, config.json)")
         if _is_checkpoint(path):
             return _export_checkpoint(path, precision)
-        attempts.append(f"local folder {path}: no checkpoint either (needs config.json and {WEIGHT_FILES[0]})")
+        attempts.append(
+            f"local folder {path}: no checkpoint either (needs config.json and {WEIGHT_FILES[0]})"
+        )
         raise ModelNotFoundError(_message(text, attempts))
     if isinstance(model, os.PathLike) or _looks_like_path(text):
         attempts.append(f"local folder {path}: does not exist")
@@ -128,7 +138,8 @@ def _message(model: str, attempts: list[str]) -> str:
     fix = (
         "Run `simkernel models prepare` to build the default model offline"
         if canonical_id(model) == DEFAULT_MODEL
-        else f"Export a checkpoint with `simkernel models export SRC DST` and pass DST, or check the id {model!r}"
+        else "Export a checkpoint with `simkernel models export SRC DST` and pass DST, or check the id "
+        f"{model!r}"
     )
     return f"cannot find model {model!r}; tried:\n{lines}\n{fix}."
 

@@ -25,7 +25,7 @@ LOGITS_OUTPUTS = ("logits",)
 
 
 def validate_providers(providers: list[str] | tuple[str, ...] | None) -> list[str]:
-    """The providers to use; an unknown or unavailable one raises :class:`ValueError` listing those available."""
+    """The providers to use; an unavailable one raises :class:`ValueError` listing those available."""
     import onnxruntime as ort
 
     available = ort.get_available_providers()
@@ -38,7 +38,8 @@ def validate_providers(providers: list[str] | tuple[str, ...] | None) -> list[st
     if missing:
         raise ValueError(
             f"execution provider(s) {missing} are not available in this onnxruntime build; available: "
-            f"{available}. Install the matching onnxruntime package (e.g. onnxruntime-gpu for CUDA) or drop them."
+            f"{available}. Install the matching onnxruntime package (e.g. onnxruntime-gpu for CUDA) or "
+            "drop them."
         )
     return list(providers)
 
@@ -78,7 +79,8 @@ class OnnxEncoderSession:
         chosen = validate_providers(providers)
         if not path.is_file():
             raise ModelError(
-                f"{path} is missing. Prepare the model with `simkernel models prepare` (the default model) or "
+                f"{path} is missing. Prepare the model with `simkernel models prepare` (the default model) "
+                "or "
                 "`simkernel models export SRC DST`, or delete the model folder so it is downloaded again."
             )
         options = ort.SessionOptions()
@@ -105,7 +107,8 @@ class OnnxEncoderSession:
         extra = [n for n in self.input_names if n not in known]
         if "input_ids" not in self.input_names or extra or self.output_name is None:
             raise ModelError(
-                f"{path} has inputs {list(self.input_names)} and outputs {outputs}; simkernel needs inputs among "
+                f"{path} has inputs {list(self.input_names)} and outputs {outputs}; simkernel needs inputs "
+                "among "
                 f"{sorted(known)} (input_ids required) and one of the outputs {list(output_names)}. "
                 "Re-export it with `simkernel models export SRC DST`."
             )
@@ -114,9 +117,15 @@ class OnnxEncoderSession:
     def uses_token_type_ids(self) -> bool:
         return "token_type_ids" in self.input_names
 
-    def run(self, input_ids: np.ndarray, attention_mask: np.ndarray, token_type_ids: np.ndarray) -> np.ndarray:
+    def run(
+        self, input_ids: np.ndarray, attention_mask: np.ndarray, token_type_ids: np.ndarray
+    ) -> np.ndarray:
         """Run one batch (int64 arrays (batch, seq)); returns the selected output as float32."""
-        available = {"input_ids": input_ids, "attention_mask": attention_mask, "token_type_ids": token_type_ids}
+        available = {
+            "input_ids": input_ids,
+            "attention_mask": attention_mask,
+            "token_type_ids": token_type_ids,
+        }
         feeds = {name: available[name] for name in self.input_names}
         (out,) = self._session.run([self.output_name], feeds)
         return np.asarray(out, dtype=np.float32)

@@ -90,7 +90,8 @@ def model_lock(model_id: str, timeout_s: float = 3600.0) -> Iterator[None]:
             except OSError as exc:
                 if time.monotonic() > deadline:
                     raise ModelError(
-                        f"timed out after {timeout_s:.0f} s waiting for {path}: another process is installing "
+                        f"timed out after {timeout_s:.0f} s waiting for {path}: another process is "
+                        "installing "
                         f"{model_id!r}; wait for it, or delete the lock file if no such process exists"
                     ) from exc
                 time.sleep(0.05)
@@ -201,7 +202,9 @@ def publish_staging(staging: Path, model_id: str, replace: bool = True) -> Path:
     return dest
 
 
-def install_bundle(src_dir: str | Path, model_id: str, replace: bool = True, check_hashes: bool = True) -> Path:
+def install_bundle(
+    src_dir: str | Path, model_id: str, replace: bool = True, check_hashes: bool = True
+) -> Path:
     """Copy the bundle in ``src_dir`` into the store as ``model_id``; returns the bundle folder.
 
     The copy goes to a staging folder inside the store, is verified (:func:`verify_bundle`), then renamed

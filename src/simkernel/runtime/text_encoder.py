@@ -54,17 +54,22 @@ class TextEncoder:
         config = read_model_config(folder)
         if config.kind != "bi-encoder":
             raise ModelError(
-                f"{model!r} is a cross-encoder (architectures {list(config.architectures)}): it scores pairs and "
+                f"{model!r} is a cross-encoder (architectures {list(config.architectures)}): it scores "
+                "pairs and "
                 "gives no embeddings; use simkernel.CrossEncoder for it"
             )
         if config.unsupported_modules:
             raise ModelError(
-                f"{model!r} has sentence-transformers modules {list(config.unsupported_modules)} that simkernel "
+                f"{model!r} has sentence-transformers modules {list(config.unsupported_modules)} that "
+                "simkernel "
                 "does not run (only Transformer, Pooling, Normalize); its embeddings would be wrong"
             )
         path = onnx_file(folder, precision)
         self._session = OnnxEncoderSession(
-            path, TOKEN_EMBEDDING_OUTPUTS, threads=threads, providers=providers,
+            path,
+            TOKEN_EMBEDDING_OUTPUTS,
+            threads=threads,
+            providers=providers,
             optimization=session_optimization(folder, path.name),
         )
         self._tokenizer = TextTokenizer(
@@ -117,7 +122,9 @@ class TextEncoder:
         if not items:
             return np.empty((0, self.dim), dtype=np.float32)
         slots: dict[str, int] = {}
-        inverse = np.fromiter((slots.setdefault(t, len(slots)) for t in items), dtype=np.int64, count=len(items))
+        inverse = np.fromiter(
+            (slots.setdefault(t, len(slots)) for t in items), dtype=np.int64, count=len(items)
+        )
         unique = list(slots)
         cached = self._cache.get_many(unique)
         missing = [i for i, v in enumerate(cached) if v is None]
@@ -134,7 +141,7 @@ class TextEncoder:
         return l2_normalize(out) if normalize else out
 
     def _embed(self, texts: list[str], batch_size: int) -> np.ndarray:
-        """Run the model on distinct texts: length-sorted batches, pooled (and normalised if the model says so)."""
+        """Run the model on distinct texts: length-sorted batches, pooled, normalised if the model says so."""
         encodings = self._tokenizer.encode(texts)
         order = np.argsort(np.fromiter((len(e.ids) for e in encodings), dtype=np.int64), kind="stable")
         out: np.ndarray | None = None

@@ -64,7 +64,9 @@ class TextTokenizer:
             raise ModelError(f"max_length must be at least 2 tokens, got {max_length}")
         if padding_side not in ("right", "left"):
             raise ModelError(f"padding_side must be 'right' or 'left', got {padding_side!r}")
-        self.pad_id = self._pad_id(tokenizer, pad_token, pad_token_id)  # before no_padding(): reads the file's
+        self.pad_id = self._pad_id(
+            tokenizer, pad_token, pad_token_id
+        )  # before no_padding(): reads the file's
         tokenizer.no_padding()
         tokenizer.enable_truncation(max_length=max_length, strategy="longest_first", direction="right")
         self._tokenizer = tokenizer

