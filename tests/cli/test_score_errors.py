@@ -35,6 +35,11 @@ def test_missing_default_column_names_the_flag(cli, write):
     assert_one_line_error(result, 1, "no column 'predicted'", "columns found: answer1, answer2, label")
 
 
+def test_a_references_file_in_sas_mode_points_at_reference_mode(cli):
+    result = cli("score", EXAMPLES / "references.jsonl")
+    assert_one_line_error(result, 1, "no column 'ground_truth'", "--mode reference")
+
+
 def test_missing_label_column(cli):
     result = cli("score", EXAMPLES / "answers.csv", "--label", "human")
     assert_one_line_error(result, 1, "no label column 'human'", "columns found: question")

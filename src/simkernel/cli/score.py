@@ -136,9 +136,13 @@ def _check_columns(table: Table, columns: dict[str, str], args: argparse.Namespa
     found = ", ".join(table.columns) if table.columns else "none"
     for role, name in columns.items():
         if name not in table.columns:
+            other_mode = ""
+            if role == "ground_truth" and DEFAULT_COLUMNS["references"] in table.columns:
+                other_mode = f", or score against {DEFAULT_COLUMNS['references']!r} with --mode reference"
             raise DataError(
                 f"{table.source} has no column {name!r} (columns found: {found}); "
                 f"name the column of the {role.replace('_', ' ')} texts with {_FLAGS[role]} COLUMN"
+                + other_mode
             )
     if args.label is not None and args.label not in table.columns:
         raise DataError(
