@@ -9,7 +9,7 @@ from simkernel.errors import MissingDependencyError
 
 # extra name -> what it installs (kept in sync with pyproject.toml)
 EXTRAS = {
-    "export": "torch, transformers, onnx",
+    "export": "torch, transformers, onnx, sentence-transformers",
     "test": "pytest, sentence-transformers, scipy",
     "haystack": "haystack-ai",
     "bench": "simsimd and the benchmark peers",
