@@ -83,13 +83,6 @@ def reference_embed():
     return embed
 
 
-def cosines(a, b):
-    """Row-wise cosine of two float64 arrays."""
-    import numpy as np
-
-    return np.einsum("ij,ij->i", a, b) / (np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1))
-
-
 def read_csv_rows(path) -> list[dict[str, str]]:
     import csv
 

@@ -131,7 +131,7 @@ def tiny_checkpoint(tmp_path_factory) -> Path:
 
 def test_export_then_score_with_the_exported_bundle(cli, tmp_path, tiny_checkpoint, write):
     from sentence_transformers import SentenceTransformer
-    from tests.cli.conftest import cosines
+    from tests.runtime.runtime_helpers import cosine_rows
 
     bundle = tmp_path / "tiny-bundle"
     result = cli("models", "export", tiny_checkpoint, bundle, "--precision", "int8")
@@ -152,7 +152,7 @@ def test_export_then_score_with_the_exported_bundle(cli, tmp_path, tiny_checkpoi
     reference = SentenceTransformer(str(tiny_checkpoint), device="cpu")
     ground_truth = reference.encode([g for g, _ in pairs]).astype("float64")
     predicted = reference.encode([p for _, p in pairs]).astype("float64")
-    np.testing.assert_allclose(scores, cosines(predicted, ground_truth), atol=1e-5)
+    np.testing.assert_allclose(scores, cosine_rows(predicted, ground_truth), atol=1e-5)
 
     int8 = cli("score", path, "--model", bundle, "--precision", "int8", "-q")
     assert int8.code == 0, int8.err

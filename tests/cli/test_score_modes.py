@@ -11,14 +11,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 import scipy.stats
-from tests.cli.conftest import EXAMPLES, cosines, read_csv_rows
+from tests.cli.conftest import EXAMPLES, read_csv_rows
+from tests.runtime.runtime_helpers import cosine_rows
 
 ANSWERS = EXAMPLES / "answers.csv"
 REFERENCES = EXAMPLES / "references.jsonl"
 
 
 def st_sas_scores(reference_embed, ground_truths, predicted):
-    return cosines(reference_embed(predicted), reference_embed(ground_truths))
+    return cosine_rows(reference_embed(predicted), reference_embed(ground_truths))
 
 
 def test_sas_on_the_example_matches_sentence_transformers(cli, tmp_path, minilm, reference_embed):
@@ -153,7 +154,7 @@ def _reference_match(reference_embed, predicted, references, aggregation):
         return 0.0
     a = reference_embed([predicted])
     b = reference_embed(references)
-    sims = np.clip(cosines(np.repeat(a, len(references), axis=0), b), 0.0, 1.0)
+    sims = np.clip(cosine_rows(np.repeat(a, len(references), axis=0), b), 0.0, 1.0)
     return sims.max() if aggregation == "max" else sims.mean()
 
 
