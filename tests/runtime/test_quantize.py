@@ -17,7 +17,8 @@ def _one_matmul_graph(path, weight: np.ndarray, opset: int) -> None:
 
     k, n = weight.shape
     graph = helper.make_graph(
-        [helper.make_node("MatMul", ["x", "w"], ["y"], name="dense")], "g",
+        [helper.make_node("MatMul", ["x", "w"], ["y"], name="dense")],
+        "g",
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", "seq", k])],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", "seq", n])],
         [numpy_helper.from_array(weight, "w")],
@@ -111,13 +112,16 @@ def _embed(session, tokenizer, texts):
     enc = tokenizer.encode_batch(texts)
     ids = np.array([e.ids for e in enc], dtype=np.int64)
     mask = np.array([e.attention_mask for e in enc], dtype=np.int64)
-    tokens = session.run(None, {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)})[0]
+    tokens = session.run(
+        None, {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+    )[0]
     return (tokens * mask[:, :, None]).sum(1) / mask.sum(1, keepdims=True)
 
 
 @pytest.mark.parametrize(("method", "independent"), [("dynamic", False), ("per-row", True)])
-def test_batch_dependence_of_dynamic_vs_per_row(tmp_path, raw_minilm_graph, reference_checkpoint, method,
-                                                independent):
+def test_batch_dependence_of_dynamic_vs_per_row(
+    tmp_path, raw_minilm_graph, reference_checkpoint, method, independent
+):
     """onnxruntime's dynamic quantisation scales activations over the whole batch: a text's vector moves
     when a batch-mate has larger activations. Per-row quantisation does not move."""
     import onnxruntime as ort

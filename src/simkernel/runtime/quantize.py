@@ -48,7 +48,7 @@ def quantize_model(
     calibration_feeds: Iterable[Mapping[str, np.ndarray]] | None = None,
     exclude_nodes: Iterable[str] = (),
 ) -> dict:
-    """Write an int8 version of the fp32 ONNX graph ``src`` to ``dst``; returns a description for the manifest.
+    """Write an int8 version of the fp32 ONNX graph ``src`` to ``dst``; returns its manifest description.
 
     ``calibration_feeds`` (input name -> int64 array dicts) is required by ``"static"`` only.
     ``exclude_nodes`` names MatMul nodes to keep in fp32. Needs the ``onnx`` package (export extra).
@@ -58,9 +58,13 @@ def quantize_model(
     src, dst = Path(src), Path(dst)
     if method == "per-row":
         count = quantize_per_row(src, dst, exclude_nodes=exclude_nodes)
-        return {"method": method, "weights": "int8 symmetric per output channel",
-                "activations": "int8 symmetric per token row, computed at run time", "quantized_matmuls": count,
-                "batch_independent": True}
+        return {
+            "method": method,
+            "weights": "int8 symmetric per output channel",
+            "activations": "int8 symmetric per token row, computed at run time",
+            "quantized_matmuls": count,
+            "batch_independent": True,
+        }
     from simkernel._optional import import_optional
 
     quant = import_optional("onnxruntime.quantization", "export", "int8 quantisation")
@@ -69,20 +73,42 @@ def quantize_model(
             raise ValueError("method='static' needs calibration_feeds (input name -> int64 array dicts)")
         reader = _FeedReader(list(calibration_feeds))
         quant.quantize_static(
-            str(src), str(dst), reader, quant_format=quant.QuantFormat.QDQ, op_types_to_quantize=["MatMul"],
-            per_channel=True, activation_type=quant.QuantType.QUInt8, weight_type=quant.QuantType.QInt8,
-            nodes_to_quantize=_weight_matmuls(src), nodes_to_exclude=list(exclude_nodes),
+            str(src),
+            str(dst),
+            reader,
+            quant_format=quant.QuantFormat.QDQ,
+            op_types_to_quantize=["MatMul"],
+            per_channel=True,
+            activation_type=quant.QuantType.QUInt8,
+            weight_type=quant.QuantType.QInt8,
+            nodes_to_quantize=_weight_matmuls(src),
+            nodes_to_exclude=list(exclude_nodes),
             calibrate_method=quant.CalibrationMethod.MinMax,
             extra_options={"ActivationSymmetric": False, "WeightSymmetric": True},
         )
-        return {"method": method, "format": "QDQ", "weights": "int8 per channel",
-                "activations": "uint8 static (MinMax calibration)", "calibration_batches": len(reader.feeds),
-                "batch_independent": True}
+        return {
+            "method": method,
+            "format": "QDQ",
+            "weights": "int8 per channel",
+            "activations": "uint8 static (MinMax calibration)",
+            "calibration_batches": len(reader.feeds),
+            "batch_independent": True,
+        }
     per_channel = method == "dynamic-per-channel"
-    quant.quantize_dynamic(str(src), str(dst), per_channel=per_channel, weight_type=quant.QuantType.QInt8,
-                           op_types_to_quantize=["MatMul"], nodes_to_exclude=list(exclude_nodes))
-    return {"method": method, "weights": "int8 per channel" if per_channel else "int8 per tensor",
-            "activations": "uint8 dynamic per tensor (whole batch)", "batch_independent": False}
+    quant.quantize_dynamic(
+        str(src),
+        str(dst),
+        per_channel=per_channel,
+        weight_type=quant.QuantType.QInt8,
+        op_types_to_quantize=["MatMul"],
+        nodes_to_exclude=list(exclude_nodes),
+    )
+    return {
+        "method": method,
+        "weights": "int8 per channel" if per_channel else "int8 per tensor",
+        "activations": "uint8 dynamic per tensor (whole batch)",
+        "batch_independent": False,
+    }
 
 
 class _FeedReader:
@@ -105,8 +131,11 @@ def _weight_matmuls(path: Path) -> list[str]:
 
     model = onnx.load(str(path), load_external_data=False)
     inits = {i.name: i for i in model.graph.initializer}
-    return [n.name for n in model.graph.node
-            if n.op_type == "MatMul" and n.input[1] in inits and len(inits[n.input[1]].dims) == 2]
+    return [
+        n.name
+        for n in model.graph.node
+        if n.op_type == "MatMul" and n.input[1] in inits and len(inits[n.input[1]].dims) == 2
+    ]
 
 
 def quantize_per_row(src: str | Path, dst: str | Path, exclude_nodes: Iterable[str] = ()) -> int:
@@ -147,15 +176,22 @@ def quantize_per_row(src: str | Path, dst: str | Path, exclude_nodes: Iterable[s
         reduce_attrs = {"keepdims": 1} if axes else {"keepdims": 1, "axes": [-1]}
         new_nodes += [
             helper.make_node("Abs", [x], [p + "/abs"], name=p + "/Abs"),
-            helper.make_node("ReduceMax", reduce_inputs, [p + "/absmax"], name=p + "/ReduceMax", **reduce_attrs),
+            helper.make_node(
+                "ReduceMax", reduce_inputs, [p + "/absmax"], name=p + "/ReduceMax", **reduce_attrs
+            ),
             helper.make_node("Max", [p + "/absmax", tiny], [p + "/absmax_safe"], name=p + "/Max"),
             helper.make_node("Mul", [p + "/absmax_safe", inv127], [p + "/x_scale"], name=p + "/Scale"),
             helper.make_node("Div", [x, p + "/x_scale"], [p + "/x_div"], name=p + "/Div"),
             helper.make_node("Round", [p + "/x_div"], [p + "/x_round"], name=p + "/Round"),
-            helper.make_node("Cast", [p + "/x_round"], [p + "/x_int8"], name=p + "/CastInt8", to=TensorProto.INT8),
-            helper.make_node("MatMulInteger", [p + "/x_int8", wq_name], [p + "/y_int32"], name=p + "/MatMulInteger"),
-            helper.make_node("Cast", [p + "/y_int32"], [p + "/y_float"], name=p + "/CastFloat",
-                             to=TensorProto.FLOAT),
+            helper.make_node(
+                "Cast", [p + "/x_round"], [p + "/x_int8"], name=p + "/CastInt8", to=TensorProto.INT8
+            ),
+            helper.make_node(
+                "MatMulInteger", [p + "/x_int8", wq_name], [p + "/y_int32"], name=p + "/MatMulInteger"
+            ),
+            helper.make_node(
+                "Cast", [p + "/y_int32"], [p + "/y_float"], name=p + "/CastFloat", to=TensorProto.FLOAT
+            ),
             helper.make_node("Mul", [p + "/y_float", p + "/x_scale"], [p + "/y_row"], name=p + "/MulRow"),
             helper.make_node("Mul", [p + "/y_row", ws_name], [y], name=p + "/MulCol"),
         ]
