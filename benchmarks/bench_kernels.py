@@ -25,7 +25,9 @@ import pytest
 
 from simkernel import kernels
 
-simsimd = pytest.importorskip("simsimd", reason="the bench extra (simsimd) is needed: pip install -e '.[bench]'")
+simsimd = pytest.importorskip(
+    "simsimd", reason="the bench extra (simsimd) is needed: pip install -e '.[bench]'"
+)
 
 RNG = np.random.default_rng(2026)
 PEERS = ["numpy", "simsimd", "torch", "simkernel"]
@@ -45,8 +47,12 @@ def _torch():
 def _versions() -> dict:
     import simkernel
 
-    out = {"numpy": np.__version__, "simsimd": simsimd.__version__, "simkernel": simkernel.__version__,
-           "simkernel_backend": kernels.capabilities()["backend"]}
+    out = {
+        "numpy": np.__version__,
+        "simsimd": simsimd.__version__,
+        "simkernel": simkernel.__version__,
+        "simkernel_backend": kernels.capabilities()["backend"],
+    }
     try:
         import torch
 
@@ -69,10 +75,12 @@ EXPECT1 = ((_unit(R1) @ _unit(Q1)[0]).max(), (_unit(R1) @ _unit(Q1)[0]).mean())
 
 def _small_case(peer: str):
     if peer == "numpy":
+
         def run():
             sims = _unit(R1) @ _unit(Q1)[0]
             return sims.max(), sims.mean()
     elif peer == "simsimd":
+
         def run():
             sims = 1.0 - np.asarray(simsimd.cosine(Q1[0], R1))
             return sims.max(), sims.mean()
@@ -84,9 +92,11 @@ def _small_case(peer: str):
             sims = util.cos_sim(q, r)
             return sims.max().item(), sims.mean().item()
     else:
+
         def run():
             maxes, means = kernels.cosine_reduce(Q1, R1, OFFSETS1, reduce=("max", "mean"))
             return maxes[0], means[0]
+
     return run
 
 
@@ -107,11 +117,15 @@ EXPECT2 = np.einsum("ij,ij->i", _unit(A2), _unit(B2))
 
 def _paired_case(peer: str):
     if peer == "numpy":
+
         def run():
             return np.einsum("ij,ij->i", A2, B2) / (np.linalg.norm(A2, axis=1) * np.linalg.norm(B2, axis=1))
     elif peer == "simsimd":
+
         def run():
-            return simsimd.cosine(A2, B2)  # distances (1 - cosine); the subtraction is left out, to its favour
+            return simsimd.cosine(
+                A2, B2
+            )  # distances (1 - cosine); the subtraction is left out, to its favour
     elif peer == "torch":
         torch, util = _torch()
         a, b = torch.from_numpy(A2), torch.from_numpy(B2)
@@ -119,8 +133,10 @@ def _paired_case(peer: str):
         def run():
             return util.pairwise_cos_sim(a, b)
     else:
+
         def run():
             return kernels.paired_cosine(A2, B2)
+
     return run
 
 
@@ -145,10 +161,12 @@ EXPECT3 = (_S3.max(axis=1), _S3.mean(axis=1))
 
 def _matrix_case(peer: str):
     if peer == "numpy":
+
         def run():
             sims = _unit(A3) @ _unit(B3).T
             return sims.max(axis=1), sims.mean(axis=1)
     elif peer == "simsimd":
+
         def run():
             sims = 1.0 - np.asarray(simsimd.cdist(A3, B3, metric="cosine"))
             return sims.max(axis=1), sims.mean(axis=1)
@@ -160,8 +178,10 @@ def _matrix_case(peer: str):
             sims = util.cos_sim(a, b)
             return sims.max(dim=1).values, sims.mean(dim=1)
     else:
+
         def run():
             return kernels.cosine_reduce(A3, B3, reduce=("max", "mean"))
+
     return run
 
 

@@ -29,8 +29,9 @@ def as_matrix(x: Any, name: str) -> np.ndarray:
     try:
         arr = np.asarray(x)
     except (TypeError, ValueError) as exc:  # ragged nested lists and the like
-        raise ValueError(f"{name} must be a 2-D float32 array of shape (rows, dim); could not read it as an "
-                         f"array: {exc}") from exc
+        raise ValueError(
+            f"{name} must be a 2-D float32 array of shape (rows, dim); could not read it as an array: {exc}"
+        ) from exc
     if arr.dtype.kind != "f" or arr.dtype.itemsize not in (4, 8):  # float32/float64 of either byte order
         raise TypeError(
             f"{name} has dtype {arr.dtype}; expected float32 (float64 is converted). "
@@ -87,7 +88,8 @@ def offsets_error(offsets: np.ndarray, index: int, n_refs: int) -> ValueError:
     elif value > n_refs:
         why = f"offsets[{index}] is {value}, beyond len(refs) = {n_refs}"
     elif index > 0 and value < int(offsets[index - 1]):
-        why = f"offsets[{index}] is {value}, less than offsets[{index - 1}] = {int(offsets[index - 1])} (must not decrease)"
+        previous = int(offsets[index - 1])
+        why = f"offsets[{index}] is {value}, less than offsets[{index - 1}] = {previous} (must not decrease)"
     else:
         why = f"offsets[{n}] (the last) is {value}; expected len(refs) = {n_refs}"
     return ValueError(
@@ -97,7 +99,7 @@ def offsets_error(offsets: np.ndarray, index: int, n_refs: int) -> ValueError:
 
 
 def parse_reduce(reduce: Any) -> tuple[tuple[str, ...], bool]:
-    """``(names, single)``: ``"max"``/``"mean"`` gives one name; a sequence of them gives a tuple of results."""
+    """``(names, single)``: ``"max"``/``"mean"`` gives one name; a sequence of them, a tuple of results."""
     if isinstance(reduce, str):
         names: tuple[Any, ...] = (reduce,)
         single = True

@@ -13,7 +13,7 @@ def tolerance(dim: int) -> float:
 
 
 def cosine_matrix(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """cos(a[i], b[j]) in float64: 0 where a norm is 0 (unless the dot is NaN), NaN where a row has NaN/inf."""
+    """cos(a[i], b[j]) in float64: 0 for a zero row (unless the dot is NaN), NaN where a row has NaN/inf."""
     a64, b64 = np.asarray(a, np.float64), np.asarray(b, np.float64)
     with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
         dots = a64 @ b64.T
@@ -26,7 +26,9 @@ def cosine_matrix(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def paired_cosine(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    return np.array([cosine_matrix(a[i : i + 1], b[i : i + 1])[0, 0] for i in range(len(a))], dtype=np.float64)
+    return np.array(
+        [cosine_matrix(a[i : i + 1], b[i : i + 1])[0, 0] for i in range(len(a))], dtype=np.float64
+    )
 
 
 def normalize(x: np.ndarray) -> np.ndarray:
@@ -37,7 +39,9 @@ def normalize(x: np.ndarray) -> np.ndarray:
         return np.where(np.isfinite(norms), out, np.nan)
 
 
-def reduce_groups(sims_per_group: list[np.ndarray], how: str, clamp: tuple[float, float] | None) -> np.ndarray:
+def reduce_groups(
+    sims_per_group: list[np.ndarray], how: str, clamp: tuple[float, float] | None
+) -> np.ndarray:
     """max/mean of each group's similarities after clamping each one; 0.0 for an empty group."""
     out = []
     for sims in sims_per_group:

@@ -26,7 +26,9 @@ print(json.dumps({"caps": kernels.capabilities(), "matrix": kernels.cosine_matri
 
 def _run(env_extra: dict[str, str]) -> subprocess.CompletedProcess:
     env = {**os.environ, **env_extra}
-    return subprocess.run([sys.executable, "-c", SNIPPET], capture_output=True, text=True, env=env, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-c", SNIPPET], capture_output=True, text=True, env=env, timeout=120
+    )
 
 
 def _cpu_flags() -> set[str]:

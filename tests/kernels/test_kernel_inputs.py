@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import re
 
+import kernel_reference as ref
 import numpy as np
 import pytest
 from kernel_reference import assert_close, random_rows
-import kernel_reference as ref
 
 from simkernel import kernels
 
@@ -50,15 +50,22 @@ def test_read_only_memmap(tmp_path, backend, rng):
     mm = np.load(path, mmap_mode="r")
     assert not mm.flags.writeable
     assert_close(kernels.cosine_matrix(mm, mm), ref.cosine_matrix(a, a), 64)
-    assert_close(kernels.cosine_reduce(mm, mm, np.array([0, 5, 5, 5, 5, 5], np.int64)),
-                 ref.ragged(a, a, np.array([0, 5, 5, 5, 5, 5]), "max"), 64)
+    assert_close(
+        kernels.cosine_reduce(mm, mm, np.array([0, 5, 5, 5, 5, 5], np.int64)),
+        ref.ragged(a, a, np.array([0, 5, 5, 5, 5, 5]), "max"),
+        64,
+    )
 
 
 def test_offsets_of_other_integer_types_and_lists(rng):
     q, r = random_rows(rng, 3, 8), random_rows(rng, 4, 8)
     expected = ref.ragged(q, r, np.array([0, 2, 2, 4]), "max")
-    for offsets in ([0, 2, 2, 4], np.array([0, 2, 2, 4], np.int32), np.array([0, 2, 2, 4], np.uint64),
-                    np.array([0, 0, 2, 0, 2, 0, 4, 0], np.int64)[::2]):
+    for offsets in (
+        [0, 2, 2, 4],
+        np.array([0, 2, 2, 4], np.int32),
+        np.array([0, 2, 2, 4], np.uint64),
+        np.array([0, 0, 2, 0, 2, 0, 4, 0], np.int64)[::2],
+    ):
         assert_close(kernels.cosine_reduce(q, r, offsets), expected, 8)
 
 

@@ -1,11 +1,11 @@
-"""Every kernel against the float64 numpy reference, for every backend and the odd dimensions SIMD tails hit."""
+"""Every kernel against the float64 numpy reference, every backend, the odd dimensions SIMD tails hit."""
 
 from __future__ import annotations
 
+import kernel_reference as ref
 import numpy as np
 import pytest
 from kernel_reference import DIMS, assert_close, random_rows
-import kernel_reference as ref
 
 from simkernel import kernels
 
@@ -187,7 +187,9 @@ def test_large_calls_split_over_threads_match(backend, rng, n):
     sizes = rng.integers(0, 5, size=n)
     offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
     refs = random_rows(rng, int(offsets[-1]), 384)
-    assert_close(kernels.cosine_reduce(a, refs, offsets, reduce="mean"), ref.ragged(a, refs, offsets, "mean"), 384)
+    assert_close(
+        kernels.cosine_reduce(a, refs, offsets, reduce="mean"), ref.ragged(a, refs, offsets, "mean"), 384
+    )
 
 
 def test_backends_agree_closely(rng):

@@ -15,8 +15,11 @@ from simkernel import kernels
 ELEMENTS = st.floats(min_value=-1e6, max_value=1e6, allow_nan=False, allow_infinity=False, width=32)
 
 
+ROWS, DIM = st.integers(0, 9), st.integers(1, 70)
+
+
 @st.composite
-def matrices(draw, rows=st.integers(0, 9), dim=st.integers(1, 70)):
+def matrices(draw, rows=ROWS, dim=DIM):
     d = draw(dim)
     a = draw(arrays(np.float32, (draw(rows), d), elements=ELEMENTS))
     b = draw(arrays(np.float32, (draw(rows), d), elements=ELEMENTS))
@@ -27,7 +30,9 @@ def matrices(draw, rows=st.integers(0, 9), dim=st.integers(1, 70)):
 def ragged_groups(draw):
     a, refs = draw(matrices(rows=st.integers(0, 12)))
     n = a.shape[0]
-    cuts = sorted(draw(st.lists(st.integers(0, refs.shape[0]), min_size=max(n - 1, 0), max_size=max(n - 1, 0))))
+    cuts = sorted(
+        draw(st.lists(st.integers(0, refs.shape[0]), min_size=max(n - 1, 0), max_size=max(n - 1, 0)))
+    )
     offsets = np.array(([0] + cuts + [refs.shape[0]]) if n else [0], np.int64)
     if n == 0:
         refs = refs[:0]
@@ -58,11 +63,15 @@ def test_scale_invariance_and_normalize(backend_name, data, scale):
     d = a.shape[1]
     with kernels.use_backend(backend_name):
         np.testing.assert_allclose(
-            kernels.cosine_matrix(a * np.float32(scale), b), kernels.cosine_matrix(a, b), atol=2 * tolerance(d)
+            kernels.cosine_matrix(a * np.float32(scale), b),
+            kernels.cosine_matrix(a, b),
+            atol=2 * tolerance(d),
         )
         # normalising first changes nothing, and normalised rows are unit (or zero) vectors
         na = kernels.normalize(a)
-        np.testing.assert_allclose(kernels.cosine_matrix(na, b), kernels.cosine_matrix(a, b), atol=2 * tolerance(d))
+        np.testing.assert_allclose(
+            kernels.cosine_matrix(na, b), kernels.cosine_matrix(a, b), atol=2 * tolerance(d)
+        )
         norms = np.linalg.norm(na.astype(np.float64), axis=1)
         zero = ~a.any(axis=1)
         np.testing.assert_allclose(norms[~zero], 1.0, atol=1e-5)

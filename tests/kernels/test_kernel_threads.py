@@ -6,16 +6,16 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
+import kernel_reference as ref
 import numpy as np
 import pytest
 from kernel_reference import assert_close, random_rows
-import kernel_reference as ref
 
 from simkernel import kernels
 
 
 def _long_calls(rng):
-    """One call per public function, each long enough (tenths of a second on the serial backend) to be caught."""
+    """One call per public function, each lasting tenths of a second on the serial backend."""
     a = random_rows(rng, 1000, 384)
     b = random_rows(rng, 1000, 384)
     big = random_rows(rng, 200_000, 384)
@@ -29,8 +29,9 @@ def _long_calls(rng):
     }
 
 
-@pytest.mark.parametrize("name", ["normalize", "paired_cosine", "cosine_matrix", "cosine_reduce ragged",
-                                  "cosine_reduce dense"])
+@pytest.mark.parametrize(
+    "name", ["normalize", "paired_cosine", "cosine_matrix", "cosine_reduce ragged", "cosine_reduce dense"]
+)
 def test_gil_is_released_during_the_call(name):
     """While a worker thread is inside the kernel, the main thread keeps running Python code.
 
@@ -74,16 +75,18 @@ def test_concurrent_calls_are_correct():
         q, r, offsets, dim = job
         out = []
         for _ in range(20):
-            out.append((
-                kernels.cosine_reduce(q, r, offsets, reduce=("max", "mean"), clamp=(0.0, 1.0)),
-                kernels.cosine_matrix(q, r),
-                kernels.paired_cosine(q, r[:40]),
-            ))
+            out.append(
+                (
+                    kernels.cosine_reduce(q, r, offsets, reduce=("max", "mean"), clamp=(0.0, 1.0)),
+                    kernels.cosine_matrix(q, r),
+                    kernels.paired_cosine(q, r[:40]),
+                )
+            )
         return out
 
     with ThreadPoolExecutor(max_workers=4) as pool:
         results = list(pool.map(run, jobs))
-    for (q, r, offsets, dim), runs in zip(jobs, results):
+    for (q, r, offsets, dim), runs in zip(jobs, results, strict=True):
         expect_max = ref.ragged(q, r, offsets, "max", (0.0, 1.0))
         expect_mean = ref.ragged(q, r, offsets, "mean", (0.0, 1.0))
         for (maxes, means), matrix, paired in runs:
