@@ -91,8 +91,10 @@ class SASEvaluator:
         :param batch_size: texts (bi-encoder) or pairs (cross-encoder) per forward pass; checked in
             :meth:`run`, as Haystack does.
         :param device: ``None`` (CPU), ``"cpu"``, ``"cuda"``, ``"cuda:N"`` or a Haystack ``ComponentDevice``.
-        :param token: Hugging Face token as a ``Secret`` (simkernel's or Haystack's), used only when a model
-            has to be fetched from the hub.
+        :param token: Hugging Face token as a ``Secret`` (simkernel's or Haystack's); kept and serialised as
+            Haystack does. Limitation: simkernel's hub download (only used when the model is neither a local
+            folder nor in the store) reads the ``HF_TOKEN`` environment variable itself, so a token given
+            here in another way (``Secret.from_token``, ``HF_API_TOKEN``) does not reach it yet.
         :param precision: ``"fp32"`` (default; Haystack's numbers) or ``"int8"`` (the bundle's int8 graph).
         :param threads: onnxruntime intra-op threads; ``None`` lets onnxruntime choose.
         """
