@@ -1,15 +1,16 @@
 /* haswell.c: AVX2 + FMA backend (Haswell and later, Zen 1 and later). float32 accumulation in 8-lane
  * registers, several independent accumulators per dot product, scalar float32 tails. Compiled with its own
  * target attributes: the rest of the build stays portable. */
+/* The intrinsics headers come first: they declare each intrinsic with its own target attribute. */
+#include <immintrin.h>
+#include <math.h>
+
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC push_options
 #pragma GCC target("avx2,fma")
 #elif defined(__clang__)
 #pragma clang attribute push(__attribute__((target("avx2,fma"))), apply_to = function)
 #endif
-
-#include <immintrin.h>
-#include <math.h>
 
 #include "simkernel.h"
 

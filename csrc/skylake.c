@@ -1,15 +1,16 @@
 /* skylake.c: AVX-512F backend (Skylake-X and later, Zen 4 and later). float32 accumulation in 16-lane
  * registers, several independent accumulators per dot product; tails use masked loads, so no scalar loop.
  * Compiled with its own target attributes: the rest of the build stays portable. */
+/* The intrinsics headers come first: they declare each intrinsic with its own target attribute. */
+#include <immintrin.h>
+#include <math.h>
+
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC push_options
 #pragma GCC target("avx512f,avx2,fma")
 #elif defined(__clang__)
 #pragma clang attribute push(__attribute__((target("avx512f,avx2,fma"))), apply_to = function)
 #endif
-
-#include <immintrin.h>
-#include <math.h>
 
 #include "simkernel.h"
 
