@@ -70,7 +70,7 @@ class SASEvaluator:
         evaluator = SASEvaluator(model="sentence-transformers/all-MiniLM-L6-v2")
         evaluator.warm_up()
         result = evaluator.run(ground_truth_answers=["Berlin", "Paris"], predicted_answers=["Berlin", "Lyon"])
-        result["individual_scores"]   # [1.0000001192092896, 0.4967875...]
+        result["individual_scores"]   # [1.0, 0.49678...]  (Haystack: [1.0000001192092896, 0.49678...])
         result["score"]               # numpy.float64 mean
     """
 
@@ -174,8 +174,9 @@ class SASEvaluator:
 
             providers = onnx_providers(self._device)  # raises first when the device is unusable
             is_cross_encoder = is_cross_encoder_architecture(model_architectures(self._model))
-            self._similarity_model = self._load(is_cross_encoder, providers)
-            self._is_cross_encoder = is_cross_encoder
+            model = self._load(is_cross_encoder, providers)
+            self._is_cross_encoder = is_cross_encoder  # before the model: run() checks the model only
+            self._similarity_model = model
 
     def _load(self, is_cross_encoder: bool, providers: list[Any] | None) -> Any:
         """The runtime model: the process-wide shared instance on the CPU, a private one on another device."""
