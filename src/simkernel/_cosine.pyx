@@ -314,7 +314,7 @@ def cosine_reduce(queries, refs, offsets=None, reduce="max", clamp=None):
     if type(reduce) is str and (<str>reduce == "max" or <str>reduce == "mean"):
         want_max = <str>reduce == "max"
         want_mean = not want_max
-    elif reduce == _MAX_MEAN:
+    elif type(reduce) is tuple and <tuple>reduce == _MAX_MEAN:
         want_max = want_mean = True
         single = False
         names = _MAX_MEAN

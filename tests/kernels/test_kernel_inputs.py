@@ -166,7 +166,9 @@ def test_clamp_accepts_lists_numpy_scalars_and_ints(rng):
         assert_close(kernels.cosine_reduce(q, r, reduce="mean", clamp=clamp), expected, 16)
 
 
-@pytest.mark.parametrize("reduce", ["min", "MAX", "", None, 3, (), ("max", "sum"), "max,mean"])
+@pytest.mark.parametrize(
+    "reduce", ["min", "MAX", "", None, 3, (), ("max", "sum"), "max,mean", np.array(["max", "mean"])]
+)
 def test_bad_reduce(reduce):
     with pytest.raises(ValueError, match=r"reduce must be 'max', 'mean' or a sequence of them"):
         kernels.cosine_reduce(GOOD, GOOD, reduce=reduce)
