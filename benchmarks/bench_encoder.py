@@ -46,7 +46,8 @@ def sas_pairs() -> list[tuple[str, str, float]]:
     pairs = []
     for name in ("SQuAD_SAS.csv", "NQ-open_SAS.csv", "GermanQuAD_SAS.csv"):
         with open(SHARED / "data" / "sas" / name, newline="", encoding="utf-8") as handle:
-            pairs += [(r["answer1"], r["answer2"], float(r["label"])) for r in csv.DictReader(handle)]
+            rows = csv.DictReader(handle)
+            pairs += [(r["answer1"], r["answer2"], float(r["label"])) for r in rows if r["label"].strip()]
     return pairs
 
 

@@ -94,3 +94,12 @@ def test_raw_logits_and_sigmoid(tiny_models_root, reference_checkpoint):
     ce = CrossEncoder(folder, threads=1)
     logits = ce.predict(PAIRS, apply_activation=False)
     np.testing.assert_allclose(ce.predict(PAIRS), 1.0 / (1.0 + np.exp(-logits.astype(np.float64))), rtol=1e-6)
+
+
+def test_shared_cross_encoder_instance(tiny_models_root, reference_checkpoint):
+    from simkernel.runtime import get_cross_encoder
+
+    folder = make_tiny_cross_encoder(tiny_models_root, reference_checkpoint, 1)
+    a = get_cross_encoder(folder)
+    assert get_cross_encoder(str(folder)) is a
+    assert get_cross_encoder(folder, threads=1) is not a
