@@ -152,6 +152,7 @@ def quantize_per_row(src: str | Path, dst: str | Path, exclude_nodes: Iterable[s
     inits = {i.name: i for i in graph.initializer}
     excluded = set(exclude_nodes)
     new_nodes, new_inits, count = [], [], 0
+    quantized_inputs: dict[str, tuple[str, str]] = {}  # float tensor -> (its int8 rows, their scales)
 
     def const(name: str, value: np.ndarray) -> str:
         new_inits.append(numpy_helper.from_array(value, name))
@@ -172,27 +173,31 @@ def quantize_per_row(src: str | Path, dst: str | Path, exclude_nodes: Iterable[s
         wq_name = const(p + "/w_int8", w_q)
         ws_name = const(p + "/w_scale", w_scale.astype(np.float32))
         x, y = node.input[0], node.output[0]
-        reduce_inputs = [p + "/abs"] + ([axes] if axes else [])
-        reduce_attrs = {"keepdims": 1} if axes else {"keepdims": 1, "axes": [-1]}
+        if x not in quantized_inputs:  # Q, K and V read the same tensor: quantise it once
+            q = f"simkernel_q/x{len(quantized_inputs)}"
+            reduce_inputs = [q + "/abs"] + ([axes] if axes else [])
+            reduce_attrs = {"keepdims": 1} if axes else {"keepdims": 1, "axes": [-1]}
+            new_nodes += [
+                helper.make_node("Abs", [x], [q + "/abs"], name=q + "/Abs"),
+                helper.make_node(
+                    "ReduceMax", reduce_inputs, [q + "/absmax"], name=q + "/ReduceMax", **reduce_attrs
+                ),
+                helper.make_node("Max", [q + "/absmax", tiny], [q + "/absmax_safe"], name=q + "/Max"),
+                helper.make_node("Mul", [q + "/absmax_safe", inv127], [q + "/x_scale"], name=q + "/Scale"),
+                helper.make_node("Div", [x, q + "/x_scale"], [q + "/x_div"], name=q + "/Div"),
+                helper.make_node("Round", [q + "/x_div"], [q + "/x_round"], name=q + "/Round"),
+                helper.make_node(
+                    "Cast", [q + "/x_round"], [q + "/x_int8"], name=q + "/CastInt8", to=TensorProto.INT8
+                ),
+            ]
+            quantized_inputs[x] = (q + "/x_int8", q + "/x_scale")
+        x_int8, x_scale = quantized_inputs[x]
         new_nodes += [
-            helper.make_node("Abs", [x], [p + "/abs"], name=p + "/Abs"),
-            helper.make_node(
-                "ReduceMax", reduce_inputs, [p + "/absmax"], name=p + "/ReduceMax", **reduce_attrs
-            ),
-            helper.make_node("Max", [p + "/absmax", tiny], [p + "/absmax_safe"], name=p + "/Max"),
-            helper.make_node("Mul", [p + "/absmax_safe", inv127], [p + "/x_scale"], name=p + "/Scale"),
-            helper.make_node("Div", [x, p + "/x_scale"], [p + "/x_div"], name=p + "/Div"),
-            helper.make_node("Round", [p + "/x_div"], [p + "/x_round"], name=p + "/Round"),
-            helper.make_node(
-                "Cast", [p + "/x_round"], [p + "/x_int8"], name=p + "/CastInt8", to=TensorProto.INT8
-            ),
-            helper.make_node(
-                "MatMulInteger", [p + "/x_int8", wq_name], [p + "/y_int32"], name=p + "/MatMulInteger"
-            ),
+            helper.make_node("MatMulInteger", [x_int8, wq_name], [p + "/y_int32"], name=p + "/MatMulInteger"),
             helper.make_node(
                 "Cast", [p + "/y_int32"], [p + "/y_float"], name=p + "/CastFloat", to=TensorProto.FLOAT
             ),
-            helper.make_node("Mul", [p + "/y_float", p + "/x_scale"], [p + "/y_row"], name=p + "/MulRow"),
+            helper.make_node("Mul", [p + "/y_float", x_scale], [p + "/y_row"], name=p + "/MulRow"),
             helper.make_node("Mul", [p + "/y_row", ws_name], [y], name=p + "/MulCol"),
         ]
         count += 1
