@@ -5,8 +5,9 @@ from __future__ import annotations
 import shutil
 import sys
 
+import numpy as np
 import pytest
-from runtime_helpers import DEFAULT_MODEL
+from runtime_helpers import DEFAULT_MODEL, SPECIAL_TEXTS, make_tiny_bi_encoder
 
 from simkernel.errors import MissingDependencyError, ModelNotFoundError
 from simkernel.runtime import get_text_encoder, model_architectures
@@ -75,3 +76,22 @@ def test_model_architectures(default_bundle, reference_checkpoint, tiny_models_r
     assert model_architectures(DEFAULT_MODEL) == ["BertModel"]
     assert model_architectures(reference_checkpoint) == ["BertModel"]
     assert model_architectures(default_bundle) == ["BertModel"]
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore::UserWarning")
+def test_checkpoint_is_exported_on_first_use(tiny_models_root, reference_checkpoint, tmp_path, monkeypatch):
+    from sentence_transformers import SentenceTransformer
+
+    from simkernel.runtime import TextEncoder, store
+
+    monkeypatch.setenv("SIMKERNEL_HOME", str(tmp_path / "store"))
+    bundle = make_tiny_bi_encoder(tiny_models_root, reference_checkpoint, "mean", True)
+    checkpoint = tmp_path / "checkpoint"
+    shutil.copytree(bundle, checkpoint, ignore=shutil.ignore_patterns("*.onnx"))
+    enc = TextEncoder(checkpoint, threads=1)
+    assert enc.model_path == store.model_dir(local_export_id(checkpoint))
+    assert TextEncoder(checkpoint, threads=1).model_path == enc.model_path  # exported once, then reused
+    reference = SentenceTransformer(str(checkpoint), device="cpu").encode(
+        SPECIAL_TEXTS, convert_to_numpy=True
+    )
+    np.testing.assert_allclose(enc.encode(SPECIAL_TEXTS), reference, atol=1e-5)
