@@ -30,7 +30,7 @@ models: setup
 
 ## bench: every benchmark, side by side with its peers (see benchmarks/README.md).
 bench: models
-	$(BIN)/python -m pytest benchmarks -p no:cacheprovider --benchmark-columns=min,median,mean,stddev,rounds
+	$(BIN)/python -m pytest benchmarks/bench_*.py -p no:cacheprovider --benchmark-columns=min,median,mean,stddev,rounds
 
 lint:
 	$(BIN)/ruff check src tests benchmarks scripts
