@@ -1,4 +1,4 @@
-"""ReferenceMatchMetric speed: simkernel side by side with the real eval_lib (eval-ai-library 0.8.2), same run.
+"""ReferenceMatchMetric speed: simkernel beside the real eval_lib (eval-ai-library 0.8.2), in the same run.
 
 eval_lib runs in its own virtual environment (it pins litellm, openai, torch and sentence-transformers,
 which must not enter simkernel's), driven from here through a worker process: this file, started with
@@ -15,8 +15,8 @@ Workloads (answer-like English sentences built from ../shared/data/sas answers, 
   references (3,000 texts, 505 distinct). The metric is created and warmed up beforehand. simkernel's
   embedding cache is cleared before every round, so every round embeds every text again.
 - ``200 cases, 1 metric each``: 200 times: a new ``ReferenceMatchMetric`` with the case's own 3 references,
-  then ``asyncio.run(evaluate([case], [metric]))`` (what a script scoring cases one by one does). Cache cleared
-  before every round.
+  then ``asyncio.run(evaluate([case], [metric]))`` (what a script scoring cases one by one does). Cache
+  cleared before every round.
 - ``fresh process``: a new interpreter imports the library, scores one case (model load included) and
   exits; timed around ``subprocess.run``; the import and first-evaluate times measured inside the process
   are in ``extra_info`` and in the final table.
@@ -315,7 +315,7 @@ def test_fresh_process(benchmark, name):
 
 
 def test_report(capsys):
-    """Print the Markdown table of benchmarks/README.md (min of the rounds; speed-up = eval_lib / simkernel)."""
+    """Print the Markdown table of benchmarks/README.md (min of rounds; speed-up = eval_lib / simkernel)."""
     lines = [
         "| workload | eval_lib 0.8.2 | simkernel | speed-up | target |",
         "|---|---|---|---|---|",
