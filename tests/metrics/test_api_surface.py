@@ -168,3 +168,20 @@ def test_verbose_true_prints_eval_libs_layout_and_restores_the_flag(capsys, defa
     metric.verbose = True
     asyncio.run(metric.evaluate(case))
     assert "Reference match (max)" in capsys.readouterr().out
+
+
+def test_any_object_with_the_fields_is_a_test_case(default_model_ready):
+    """eval_lib's own EvalTestCase (or any object with the attributes) works: nothing checks the class."""
+    from types import SimpleNamespace
+
+    case = SimpleNamespace(
+        input="q",
+        actual_output="Paris",
+        expected_output=None,
+        retrieval_context=None,
+        tools_called=None,
+        expected_tools=None,
+    )
+    metric = ReferenceMatchMetric(references=["Paris"], embedding_provider="local")
+    [(_, [result])] = asyncio.run(evaluate([case], [metric], verbose=False))
+    assert result.input == "q" and result.metrics_data[0].reason.startswith("Reference match (max): ")
