@@ -68,6 +68,8 @@ class EmbeddingServer:
     script: list[dict[str, Any]] = field(default_factory=list)
     requests: list[dict[str, Any]] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    in_flight: int = 0
+    max_in_flight: int = 0
 
 
 def _handler_for(state: EmbeddingServer):
@@ -120,7 +122,12 @@ def _handler_for(state: EmbeddingServer):
                     },
                 )
                 return
+            with state.lock:
+                state.in_flight += 1
+                state.max_in_flight = max(state.max_in_flight, state.in_flight)
             time.sleep(action.get("sleep", 0.0))
+            with state.lock:
+                state.in_flight -= 1
             status = action.get("status", 200)
             if status != 200:
                 self._send(

@@ -242,3 +242,16 @@ def test_bad_settings():
         OpenAIEmbeddingProvider(max_retries=-1)
     with pytest.raises(ValueError, match="model_name"):
         OpenAIEmbeddingProvider(model_name="")
+
+
+def test_concurrent_evaluations_overlap_their_requests(embedding_server):
+    """asyncio.gather over several metric calls: requests wait on the network side by side."""
+    embedding_server.script = [{"sleep": 0.3}] * 6
+    metric = ReferenceMatchMetric(references=REFS, embedding_provider="openai")
+
+    async def main():
+        return await asyncio.gather(*(metric.evaluate(CASE) for _ in range(6)))
+
+    results = asyncio.run(main())
+    assert len(results) == 6 and len(embedding_server.requests) == 6
+    assert embedding_server.max_in_flight >= 4

@@ -13,29 +13,34 @@ import numpy as np
 
 T = TypeVar("T")
 
-_EXECUTOR: ThreadPoolExecutor | None = None
+# pool name -> (max workers, executor once created). "compute": model forwards (few: onnxruntime already uses
+# every core inside one call); "io": HTTP requests (many may wait on the network at once).
+_POOL_SIZES = {"compute": 2, "io": 16}
+_EXECUTORS: dict[str, ThreadPoolExecutor] = {}
 _EXECUTOR_LOCK = threading.Lock()
 
 
-def _executor() -> ThreadPoolExecutor:
-    """One process-wide pool for model forwards and HTTP requests (created on first use).
+def _executor(pool: str) -> ThreadPoolExecutor:
+    """The process-wide pool ``pool`` (created on first use).
 
     Each ``asyncio.run()`` makes a new event loop with a new default executor, which would start and
-    join a thread per call; a shared pool keeps the cost of one metric call near zero.
+    join a thread per call; shared pools keep the cost of one metric call near zero.
     """
-    global _EXECUTOR
-    if _EXECUTOR is None:
+    executor = _EXECUTORS.get(pool)
+    if executor is None:
         with _EXECUTOR_LOCK:
-            if _EXECUTOR is None:
-                _EXECUTOR = ThreadPoolExecutor(max_workers=4, thread_name_prefix="simkernel-embed")
-    return _EXECUTOR
+            executor = _EXECUTORS.get(pool)
+            if executor is None:
+                executor = ThreadPoolExecutor(_POOL_SIZES[pool], thread_name_prefix=f"simkernel-{pool}")
+                _EXECUTORS[pool] = executor
+    return executor
 
 
-async def run_blocking(fn: Callable[..., T], *args: Any) -> T:
-    """Run ``fn(*args)`` on the shared pool without blocking the event loop (onnxruntime and socket
-    reads release the GIL, so other tasks keep running)."""
+async def run_blocking(fn: Callable[..., T], *args: Any, pool: str = "compute") -> T:
+    """Run ``fn(*args)`` on the shared ``pool`` ("compute" or "io") without blocking the event loop
+    (onnxruntime and socket reads release the GIL, so other tasks keep running)."""
     loop = asyncio.get_running_loop()
-    return await loop.run_in_executor(_executor(), fn, *args)
+    return await loop.run_in_executor(_executor(pool), fn, *args)
 
 
 class EmbeddingProvider(ABC):

@@ -295,4 +295,4 @@ class OpenAIEmbeddingProvider(EmbeddingProvider):
         return array, self.cost_usd(tokens)
 
     async def embed(self, texts: list[str]) -> tuple[np.ndarray, float]:
-        return await run_blocking(self.embed_sync, texts)
+        return await run_blocking(self.embed_sync, texts, pool="io")
