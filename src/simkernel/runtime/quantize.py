@@ -17,9 +17,9 @@ The methods here (chosen by measurement, ``benchmarks/int8_study.py``):
 
     with ``Wq`` int8, symmetric, one scale ``sw`` per output column (per-channel). The uint8 activations
     with a zero point take onnxruntime's u8 x s8 kernels (VNNI / AVX2); int8 x int8 ran 10x slower.
-    A token's quantised activations depend on that token alone: the embedding of a text does not depend on its batch-mates
-    (up to the float rounding noise of the fp32 parts, which can flip one rounding step). Needs no
-    calibration data. Activation x activation products (attention scores) stay fp32.
+    A token's quantised activations depend on that token alone: the embedding of a text does not
+    depend on its batch-mates (up to the float rounding noise of the fp32 parts, which can flip one
+    rounding step). Needs no calibration data. Activation x activation products (attention scores) stay fp32.
 ``"static"``
     onnxruntime ``quantize_static`` (QDQ, per-channel int8 weights, uint8 activations) with scales
     calibrated on the texts given; also batch-independent, but its fixed ranges clip outliers of
