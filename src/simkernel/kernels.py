@@ -23,7 +23,7 @@ environment, :func:`set_backend` or the :func:`use_backend` context manager forc
 Large memory-bound calls are split over up to :func:`get_num_threads` threads (``SIMKERNEL_NUM_THREADS``).
 
 Large products: :func:`cosine_matrix` and :func:`cosine_reduce` without ``offsets`` hand the matrix product
-to BLAS (``numpy.matmul`` on rows normalised natively) once ``min(n, m) >= 16`` and ``n * m * dim >= 4e6``
+to BLAS (``numpy.matmul`` on rows normalised natively) once ``min(n, m) >= 16`` and ``n * m * dim >= 1.5e5``
 (the crossover measured in ``benchmarks/README.md``); the reductions stay native and run block by block, so
 at most 2**18 similarities (1 MiB) exist at once.
 """
