@@ -186,9 +186,10 @@ print(json.dumps({{"import_s": t1 - t0, "load_s": t2 - t1, "rss_bytes": rss}}))
 """
 
 
-def measure_load(name: str, threads: int, bundle: Path, repeats: int = 3) -> dict:
+def measure_load(name: str, threads: int, bundle: Path, repeats: int = 2) -> dict:
     imports, load = _LOAD_SNIPPETS[name]
-    code = _LOAD_TEMPLATE.format(imports=imports, load=load.format(bundle=str(bundle), threads=threads))
+    values = {"bundle": str(bundle), "threads": threads}
+    code = _LOAD_TEMPLATE.format(imports=imports.format(**values), load=load.format(**values))
     env = dict(os.environ, PYTHONPATH=str(ROOT / "src") + os.pathsep + os.environ.get("PYTHONPATH", ""))
     runs = []
     for _ in range(repeats):
@@ -300,6 +301,7 @@ def report(n: int, threads: int, rounds: int) -> str:
             "p50_ms": measure_latency_p50(encode, texts[:200]),
         }
         rows[name].update(measure_load(name, threads, bundle))
+        print(name, rows[name], file=sys.stderr, flush=True)
     reference = engines["sentence-transformers"](accuracy)
     spearman = {name: sas_spearman(encode) for name, encode in engines.items()}
     for name in ("simkernel fp32", "simkernel int8"):
