@@ -215,7 +215,9 @@ cdef void _run_ragged(_Job *job, size_t nq, size_t nr) noexcept nogil:
     sk_parallel_ranges(bounds, parts, _reduce_part, job)
 
 
-cdef cnp.ndarray _normalized(cnp.ndarray x):
+cdef cnp.ndarray _normalized(cnp.ndarray x, bint threaded=True):
+    """Normalised copy of x. The BLAS route passes threaded=False: right before and after numpy's BLAS
+    call, BLAS's own threads are spinning on the other cores, and a thread of ours would fight them."""
     cdef size_t n = <size_t>cnp.PyArray_DIMS(x)[0], d = <size_t>cnp.PyArray_DIMS(x)[1]
     cdef cnp.ndarray out = _empty2(n, d)
     cdef _Job job
@@ -224,7 +226,10 @@ cdef cnp.ndarray _normalized(cnp.ndarray x):
     job.d = d
     job.out = _out(out)
     with nogil:
-        _run_rows(&job, _normalize_part, n, 2 * d)
+        if threaded:
+            _run_rows(&job, _normalize_part, n, 2 * d)
+        else:
+            _normalize_part(&job, 0, n)
     return out
 
 
@@ -264,7 +269,7 @@ def cosine_matrix(a, b):
         _validation.check_same_dim(A, B, "a", "b")
     cdef size_t n = <size_t>da[0], m = <size_t>db[0], d = <size_t>da[1]
     if _use_blas(n, m, d):
-        return np.matmul(_normalized(A), _normalized(B).T)
+        return np.matmul(_normalized(A, False), _normalized(B, False).T)
     cdef cnp.ndarray out = _empty2(da[0], db[0])
     cdef cnp.ndarray work = _empty1(da[0] + db[0])
     cdef const sk_backend *be = sk_active()
@@ -284,8 +289,8 @@ cdef void _reduce_dense_blas(cnp.ndarray Q, cnp.ndarray R, sk_clamp clamp, float
         block = 1
     if block > nq:
         block = nq if nq > 0 else 1
-    cdef cnp.ndarray qn = _normalized(Q)
-    cdef object rt = _normalized(R).T
+    cdef cnp.ndarray qn = _normalized(Q, False)
+    cdef object rt = _normalized(R, False).T
     cdef cnp.ndarray buf = _empty2(block, nr)
     cdef size_t start = 0, rows
     cdef const sk_backend *be = sk_active()
