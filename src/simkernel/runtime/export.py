@@ -13,10 +13,12 @@ What :func:`export_model` does, in a temporary folder next to the destination:
    ``eager`` attention implementation. The dynamo exporter of torch 2.13 + transformers 5 produced a
    graph whose outputs were wrong for any shape other than the example's (max |diff| 2.6 on a
    (1, 5) input), so it is not used;
-3. fp32: fuses the transformer subgraphs with onnxruntime's transformer optimizer (Attention,
-   EmbedLayerNormalization, SkipLayerNormalization, BiasGelu) and saves the graph optimised by
-   onnxruntime at the ``extended`` level, so loading it needs only the ``basic`` passes
-   (the manifest says so; :func:`simkernel.runtime.bundle.session_optimization` reads it);
+3. fp32: saves the graph optimised by onnxruntime at the ``extended`` level (LayerNormalization,
+   Gelu, FusedMatMul fusions), so loading it needs only the ``basic`` passes (the manifest says so;
+   :func:`simkernel.runtime.bundle.session_optimization` reads it). ``fuse=True`` also applies
+   onnxruntime's transformer optimizer first (Attention, EmbedLayerNormalization,
+   SkipLayerNormalization, BiasGelu); it is off by default because the fused graph measured no faster
+   (slower in 2 of 3 runs) and loaded no faster here (benchmarks/README.md, "Export and int8");
 4. int8: :mod:`simkernel.runtime.quantize` (per-row activations, batch-independent) on the unfused
    graph, then the same offline ``extended`` optimisation;
 5. copies the tokenizer and configuration files, writes the ``simkernel.json`` manifest;
@@ -88,7 +90,7 @@ def export_model(
     source: dict | None = None,
     revision: str | None = None,
     quantization: str = DEFAULT_QUANTIZATION,
-    optimize: bool = True,
+    fuse: bool = False,
     overwrite: bool = False,
     tolerance: dict | None = None,
 ) -> Path:
@@ -103,7 +105,7 @@ def export_model(
         source: extra facts about where ``src`` came from (package, repo, ...) for the manifest.
         revision: the source revision (commit or package version) for the manifest.
         quantization: the int8 method, see :mod:`simkernel.runtime.quantize`.
-        optimize: fuse and pre-optimise the fp32 graph (see the module docstring).
+        fuse: apply onnxruntime's transformer fusions to the fp32 graph (see the module docstring).
         overwrite: replace an existing non-empty ``dst``.
         tolerance: overrides of :data:`PARITY_TOLERANCE` entries, keyed like it.
 
@@ -150,7 +152,7 @@ def export_model(
                 config,
                 reference,
                 quantization,
-                optimize,
+                fuse,
                 {**PARITY_TOLERANCE[(config.kind, prec)], **((tolerance or {}).get((config.kind, prec), {}))},
             )
             files[PRECISIONS[prec]] = entry
@@ -175,13 +177,12 @@ def export_to_store(
     return store.model_dir(model_id)
 
 
-def _build_precision(prec, raw, bundle, work, src, config, reference, quantization, optimize, tol):
+def _build_precision(prec, raw, bundle, work, src, config, reference, quantization, fuse, tol):
     """Write one precision's graph into ``bundle`` and check it; returns (manifest entry, parity figures)."""
     target = bundle / PRECISIONS[prec]
     attempts = []
     if prec == "fp32":
-        candidates = [("fused", optimize), ("unfused", True)] if optimize else [("unfused", True)]
-        for label, _ in candidates:
+        for label in ("fused", "unfused") if fuse else ("unfused",):
             info = optimize_graph(raw, target, config, fuse=label == "fused")
             _provisional_manifest(bundle, target.name, info)
             figures = reference.compare(bundle, prec)
