@@ -5,7 +5,7 @@ Run (after ``simkernel models prepare``; wrap it in the benchmark lock on a shar
     flock /tmp/simkernel-bench.lock python benchmarks/export_graph_study.py [--loads 10] [--threads 2]
 
 Variants for all-MiniLM-L6-v2: the raw traced graph loaded with onnxruntime's ``all`` level (what a
-plain export gives), the stored fused + pre-optimised ``model.onnx`` loaded at ``basic`` (what simkernel
+plain export gives), the stored pre-optimised ``model.onnx`` loaded at ``basic`` (what simkernel
 does) and at ``all``, and the stored ``model_int8.onnx``. Reports the best and median load time of
 ``--loads`` fresh sessions and sentences/s on ``--texts`` unique SAS answers (batch 32, length-sorted).
 """
@@ -61,7 +61,7 @@ def main() -> None:
     texts = sorted(set(a) | set(b))[: args.texts]
     variants = [
         ("raw export, level all", raw, "all"),
-        ("model.onnx (fused, pre-optimised), level basic", bundle / "model.onnx", "basic"),
+        ("model.onnx as stored (pre-optimised), level basic", bundle / "model.onnx", "basic"),
         ("model.onnx, level all", bundle / "model.onnx", "all"),
         ("model_int8.onnx (per-row), level basic", bundle / "model_int8.onnx", "basic"),
     ]
