@@ -79,8 +79,10 @@ cdef int _blas_mode = -1
 # large enough to amortise the extra passes; measured on a 2-core AVX-512 machine (benchmarks/README.md).
 cdef double _blas_min_work = 1.5e5   # n * m * d multiply-adds
 cdef size_t _blas_min_rows = 16      # min(n, m)
-# The dense BLAS route computes similarities in blocks of query rows of at most this many floats.
-cdef size_t _blas_block_floats = 1 << 18
+# The dense BLAS route computes similarities in blocks of query rows of at most this many floats (16 MiB):
+# one BLAS call per block, and each call is a barrier for BLAS's threads, which costs dearly when another
+# process holds a core; 1024 x 1024 and smaller shapes take a single call.
+cdef size_t _blas_block_floats = 1 << 22
 
 
 cdef tuple _MAX_MEAN = ("max", "mean")
