@@ -30,7 +30,17 @@ _LAZY = {
     "evaluate": "simkernel.metrics.evaluation",
 }
 
-__all__ = ["__version__", *_LAZY]
+__all__ = [
+    "__version__",
+    "AnswerExactMatchEvaluator",
+    "CrossEncoder",
+    "EvalTestCase",
+    "ReferenceMatchMetric",
+    "SASEvaluator",
+    "SemanticSimilarityMetric",
+    "TextEncoder",
+    "evaluate",
+]
 
 if TYPE_CHECKING:  # pragma: no cover
     from simkernel.components.evaluators import AnswerExactMatchEvaluator, SASEvaluator

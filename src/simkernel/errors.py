@@ -13,7 +13,10 @@ class SimkernelError(Exception):
 
 
 class ModelError(SimkernelError, ValueError):
-    """A model could not be found, downloaded, exported or loaded; the message says which file and how to fix it."""
+    """A model could not be found, downloaded, exported or loaded.
+
+    The message says which file and how to fix it.
+    """
 
 
 class ModelNotFoundError(ModelError, FileNotFoundError):
