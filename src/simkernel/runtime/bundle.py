@@ -81,3 +81,31 @@ def session_optimization(folder: Path, onnx_name: str) -> str:
     if entry.get("optimized") is True or (isinstance(level, str) and level in _PRE_OPTIMISED_LEVELS):
         return "basic"
     return "all"
+
+
+def open_bundle(
+    folder: Path, config, precision: str, outputs, *, threads, providers, lowercase: bool = False
+):
+    """The onnxruntime session of ``precision`` and the tokenizer of the bundle ``folder``.
+
+    ``config`` is its :class:`~simkernel.runtime.config.ModelConfig`; ``outputs`` the output names the
+    caller accepts; ``lowercase`` whether texts are lower-cased before tokenization (bi-encoders whose
+    config says so).
+    """
+    from simkernel.runtime.session import OnnxEncoderSession
+    from simkernel.runtime.tokenizer import TextTokenizer
+
+    path = onnx_file(folder, precision)
+    optimization = session_optimization(folder, path.name)
+    session = OnnxEncoderSession(
+        path, outputs, threads=threads, providers=providers, optimization=optimization
+    )
+    tokenizer = TextTokenizer(
+        folder / "tokenizer.json",
+        max_length=config.max_seq_length,
+        pad_token=config.pad_token,
+        pad_token_id=config.pad_token_id,
+        lowercase=lowercase,
+        padding_side=config.padding_side,
+    )
+    return session, tokenizer

@@ -8,11 +8,10 @@ from pathlib import Path
 import numpy as np
 
 from simkernel.errors import ModelError
-from simkernel.runtime.bundle import check_precision, onnx_file, session_optimization
+from simkernel.runtime.bundle import check_precision, open_bundle
 from simkernel.runtime.config import ModelConfig, read_model_config
 from simkernel.runtime.inputs import check_batch_size, check_pairs
-from simkernel.runtime.session import LOGITS_OUTPUTS, OnnxEncoderSession
-from simkernel.runtime.tokenizer import TextTokenizer
+from simkernel.runtime.session import LOGITS_OUTPUTS
 
 
 def _sigmoid(x: np.ndarray) -> np.ndarray:
@@ -63,20 +62,8 @@ class CrossEncoder:
                 "it does "
                 "not score pairs; use simkernel.TextEncoder and cosine similarity"
             )
-        path = onnx_file(folder, precision)
-        self._session = OnnxEncoderSession(
-            path,
-            LOGITS_OUTPUTS,
-            threads=threads,
-            providers=providers,
-            optimization=session_optimization(folder, path.name),
-        )
-        self._tokenizer = TextTokenizer(
-            folder / "tokenizer.json",
-            max_length=config.max_seq_length,
-            pad_token=config.pad_token,
-            pad_token_id=config.pad_token_id,
-            padding_side=config.padding_side,
+        self._session, self._tokenizer = open_bundle(
+            folder, config, precision, LOGITS_OUTPUTS, threads=threads, providers=providers
         )
         self.model = str(model)
         self.model_path = folder

@@ -23,6 +23,18 @@ def _key(kind: str, model: str | Path, precision: str, threads: int | None, prov
     return (kind, str(Path(folder).resolve()), precision, threads, tuple(providers or ()))
 
 
+def _shared(kind: str, factory, model, precision, threads, providers):
+    """The instance of ``factory`` for these settings, created once under the lock."""
+    key = _key(kind, model, precision, threads, providers)
+    with _LOCK:
+        instance = _INSTANCES.get(key)
+        if instance is None:
+            instance = factory(key[1], precision=precision, threads=threads, providers=providers)
+            instance.model = os.fspath(model)
+            _INSTANCES[key] = instance
+        return instance
+
+
 def get_text_encoder(
     model: str | Path = DEFAULT_MODEL,
     precision: str = "fp32",
@@ -32,14 +44,7 @@ def get_text_encoder(
     """The shared :class:`~simkernel.runtime.text_encoder.TextEncoder` for these settings (created once)."""
     from simkernel.runtime.text_encoder import TextEncoder
 
-    key = _key("text", model, precision, threads, providers)
-    with _LOCK:
-        instance = _INSTANCES.get(key)
-        if instance is None:
-            instance = TextEncoder(key[1], precision=precision, threads=threads, providers=providers)
-            instance.model = os.fspath(model)
-            _INSTANCES[key] = instance
-        return instance
+    return _shared("text", TextEncoder, model, precision, threads, providers)
 
 
 def get_cross_encoder(
@@ -51,14 +56,7 @@ def get_cross_encoder(
     """The shared :class:`~simkernel.runtime.cross_encoder.CrossEncoder` for these settings (created once)."""
     from simkernel.runtime.cross_encoder import CrossEncoder
 
-    key = _key("cross", model, precision, threads, providers)
-    with _LOCK:
-        instance = _INSTANCES.get(key)
-        if instance is None:
-            instance = CrossEncoder(key[1], precision=precision, threads=threads, providers=providers)
-            instance.model = os.fspath(model)
-            _INSTANCES[key] = instance
-        return instance
+    return _shared("cross", CrossEncoder, model, precision, threads, providers)
 
 
 def clear_shared_instances() -> None:

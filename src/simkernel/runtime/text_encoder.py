@@ -8,14 +8,13 @@ from pathlib import Path
 import numpy as np
 
 from simkernel.errors import ModelError
-from simkernel.runtime.bundle import check_precision, onnx_file, session_optimization
+from simkernel.runtime.bundle import check_precision, open_bundle
 from simkernel.runtime.config import ModelConfig, read_model_config
 from simkernel.runtime.embedding_cache import EmbeddingCache
 from simkernel.runtime.inputs import check_batch_size, check_texts
 from simkernel.runtime.pooling import l2_normalize, pool
 from simkernel.runtime.registry import DEFAULT_MODEL
-from simkernel.runtime.session import TOKEN_EMBEDDING_OUTPUTS, OnnxEncoderSession
-from simkernel.runtime.tokenizer import TextTokenizer
+from simkernel.runtime.session import TOKEN_EMBEDDING_OUTPUTS
 
 DEFAULT_CACHE_SIZE = 10_000
 
@@ -67,21 +66,9 @@ class TextEncoder:
                 "simkernel "
                 "does not run (only Transformer, Pooling, Normalize); its embeddings would be wrong"
             )
-        path = onnx_file(folder, precision)
-        self._session = OnnxEncoderSession(
-            path,
-            TOKEN_EMBEDDING_OUTPUTS,
-            threads=threads,
-            providers=providers,
-            optimization=session_optimization(folder, path.name),
-        )
-        self._tokenizer = TextTokenizer(
-            folder / "tokenizer.json",
-            max_length=config.max_seq_length,
-            pad_token=config.pad_token,
-            pad_token_id=config.pad_token_id,
+        self._session, self._tokenizer = open_bundle(
+            folder, config, precision, TOKEN_EMBEDDING_OUTPUTS, threads=threads, providers=providers,
             lowercase=config.do_lower_case,
-            padding_side=config.padding_side,
         )
         self.model = str(model)
         self.model_path = folder
