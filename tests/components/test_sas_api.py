@@ -242,7 +242,7 @@ def test_cuda_device_maps_to_the_cuda_execution_provider(monkeypatch):
         onnxruntime, "get_available_providers", lambda: ["CUDAExecutionProvider", "CPUExecutionProvider"]
     )
     monkeypatch.setattr(runtime, "TextEncoder", FakeEncoder)
-    monkeypatch.setattr(runtime, "model_architectures", lambda model: ["BertModel"])
+    monkeypatch.setattr(runtime, "model_architectures", lambda model, token=None: ["BertModel"])
     SASEvaluator(model="some/model", device="cuda:1", precision="int8", threads=3).warm_up()
     assert created == [
         (
@@ -250,6 +250,7 @@ def test_cuda_device_maps_to_the_cuda_execution_provider(monkeypatch):
             {
                 "precision": "int8",
                 "threads": 3,
+                "token": None,
                 "providers": [("CUDAExecutionProvider", {"device_id": 1}), "CPUExecutionProvider"],
             },
         )

@@ -109,6 +109,40 @@ def test_token_sent_as_bearer_and_private_repo_explained(hub, monkeypatch):
     assert resolve_requests and resolve_requests[-1][2] == "Bearer s3cret"
 
 
+def test_token_argument_reaches_a_private_repo(hub):
+    """``token=`` takes precedence over (here: the absence of) ``HF_TOKEN``."""
+    hub.private[REPO] = "s3cret"
+    with pytest.raises(ModelNotFoundError, match="HF_TOKEN"):
+        TextEncoder(REPO, token="wrong")
+    TextEncoder(REPO, threads=1, token="s3cret")
+    resolve_requests = [r for r in hub.requests if "/resolve/" in r[1]]
+    assert resolve_requests[-1][2] == "Bearer s3cret"
+
+
+@pytest.mark.parametrize("how", ["from_token", "HF_API_TOKEN"])
+def test_sas_evaluator_token_reaches_the_hub(hub, monkeypatch, how):
+    """Haystack's ``token`` Secret (an explicit token, or its default ``HF_API_TOKEN`` variable, which
+    huggingface_hub itself does not read) downloads a private repo: config.json and the bundle."""
+    from simkernel.components import Secret
+    from simkernel.components.evaluators import SASEvaluator
+    from simkernel.runtime import clear_shared_instances
+
+    hub.private[REPO] = "s3cret"
+    clear_shared_instances()
+    if how == "from_token":
+        evaluator = SASEvaluator(model=REPO, token=Secret.from_token("s3cret"))
+    else:
+        monkeypatch.setenv("HF_API_TOKEN", "s3cret")
+        evaluator = SASEvaluator(model=REPO)
+    evaluator.warm_up()
+    result = evaluator.run(ground_truth_answers=["Berlin"], predicted_answers=["Berlin"])
+    assert result["individual_scores"][0] == pytest.approx(1.0, abs=1e-6)
+    resolve_requests = [r for r in hub.requests if "/resolve/" in r[1]]
+    assert {r[2] for r in resolve_requests} == {"Bearer s3cret"}
+    assert any(r[1].endswith("/config.json") for r in resolve_requests)
+    clear_shared_instances()
+
+
 def test_offline_uses_the_hf_cache_only(hub, env, monkeypatch):
     first = TextEncoder(REPO, threads=1).encode(["offline"])
     shutil.rmtree(store.model_dir(REPO))

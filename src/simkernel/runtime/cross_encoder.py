@@ -42,6 +42,9 @@ class CrossEncoder:
     activation, else sigmoid for a 1-label model (scores in (0, 1)) and identity for several labels.
     Pairs are tokenized as one sequence (``[CLS] a [SEP] b [SEP]``), truncated longest-first at
     ``max_seq_length``. Thread-safe.
+
+    ``token`` is the Hugging Face token for downloading a private or gated repo (default: ``HF_TOKEN``);
+    unused when the model is a local folder or already in the store.
     """
 
     def __init__(
@@ -50,11 +53,12 @@ class CrossEncoder:
         precision: str = "fp32",
         threads: int | None = None,
         providers: list[str] | None = None,
+        token: str | None = None,
     ) -> None:
         from simkernel.runtime.resolve import resolve_model
 
         check_precision(precision)
-        folder = resolve_model(model, precision=precision)
+        folder = resolve_model(model, precision=precision, token=token)
         config = read_model_config(folder)
         if config.kind != "cross-encoder":
             raise ModelError(

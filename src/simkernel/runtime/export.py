@@ -19,8 +19,9 @@ What :func:`export_model` does, in a temporary folder next to the destination:
    onnxruntime's transformer optimizer first (Attention, EmbedLayerNormalization,
    SkipLayerNormalization, BiasGelu); it is off by default because the fused graph measured no faster
    (slower in 2 of 3 runs) and loaded no faster here (benchmarks/README.md, "Export and int8");
-4. int8: :mod:`simkernel.runtime.quantize` (per-row activations, batch-independent) on the unfused
-   graph, then the same offline ``extended`` optimisation;
+4. int8: the unfused graph after the same offline ``extended`` optimisation, then
+   :mod:`simkernel.runtime.quantize` (per-row activations, batch-independent; not re-optimised after,
+   see ``_build_precision``);
 5. copies the tokenizer and configuration files, writes the ``simkernel.json`` manifest;
 6. checks parity of the finished bundle, loaded by simkernel's own :class:`TextEncoder` /
    :class:`CrossEncoder`, against sentence-transformers run on the same checkpoint in torch, on
@@ -190,14 +191,22 @@ def _build_precision(prec, raw, bundle, work, src, config, reference, quantizati
             if _passes(figures, tol):
                 return _file_entry(target, prec, info), {**figures, "tolerance": tol}
     else:
-        quantized = work / "int8.onnx"
-        qinfo = quantize_model(
-            raw,
-            quantized,
-            method=quantization,
-            calibration_feeds=calibration_feeds(src) if quantization == "static" else None,
-        )
-        info = optimize_graph(quantized, target, config, fuse=False)
+        if quantization == DEFAULT_QUANTIZATION:
+            # per-row quantises the graph onnxruntime already optimised in fp32: optimising after
+            # quantisation fuses Add + LayerNormalization into SkipLayerNormalization, which measured
+            # ~10% slower here (benchmarks/README.md, "Export and int8")
+            optimized = work / "fp32_extended.onnx"
+            info = optimize_graph(raw, optimized, config, fuse=False)
+            qinfo = quantize_model(optimized, target, method=quantization)
+        else:  # onnxruntime's quantisers need the plain graph (their shape inference rejects contrib ops)
+            quantized = work / "int8.onnx"
+            qinfo = quantize_model(
+                raw,
+                quantized,
+                method=quantization,
+                calibration_feeds=calibration_feeds(src) if quantization == "static" else None,
+            )
+            info = optimize_graph(quantized, target, config, fuse=False)
         _provisional_manifest(bundle, target.name, info)
         figures = reference.compare(bundle, prec)
         attempts.append((quantization, figures))

@@ -8,7 +8,7 @@ quantised variant of :data:`simkernel.runtime.registry.INT8_HUB_FILES` (saved as
 Environment, read at call time (huggingface_hub itself reads some only at import):
 ``HF_ENDPOINT`` (mirror or test server), ``HF_HUB_CACHE``/``HF_HOME`` (its download cache),
 ``HF_HUB_OFFLINE=1`` (no network: only what the HF cache already holds), ``HF_TOKEN`` (sent as
-``Authorization: Bearer``; needed for private or gated repos).
+``Authorization: Bearer``; needed for private or gated repos; a ``token=`` argument takes precedence).
 
 The files land in huggingface_hub's cache first (resumable, shared with other tools), then are
 hard-linked (or copied) into a staging folder of the store and published atomically under the model's
@@ -31,8 +31,9 @@ REQUIRED_FILES = ("config.json", "tokenizer.json")
 _TRUE = {"1", "on", "yes", "true"}
 
 
-def hub_settings() -> dict:
-    """The hub settings in effect now: endpoint, cache_dir, offline, token (None: huggingface_hub's)."""
+def hub_settings(token: str | None = None) -> dict:
+    """The hub settings in effect now: endpoint, cache_dir, offline, token (``token`` if given, else
+    ``HF_TOKEN``; None: huggingface_hub's own lookup)."""
     hf_home = os.environ.get("HF_HOME") or os.path.join(
         os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "huggingface"
     )
@@ -41,7 +42,7 @@ def hub_settings() -> dict:
         "cache_dir": os.environ.get("HF_HUB_CACHE") or os.path.join(os.path.expanduser(hf_home), "hub"),
         "offline": (os.environ.get("HF_HUB_OFFLINE") or os.environ.get("TRANSFORMERS_OFFLINE") or "").lower()
         in _TRUE,
-        "token": os.environ.get("HF_TOKEN") or None,
+        "token": token or os.environ.get("HF_TOKEN") or None,
     }
 
 
@@ -118,10 +119,13 @@ def _commit_of(cached: Path, revision: str) -> str:
     return revision
 
 
-def download_bundle(model_id: str, precision: str = "fp32", revision: str | None = None) -> Path:
+def download_bundle(
+    model_id: str, precision: str = "fp32", revision: str | None = None, token: str | None = None
+) -> Path:
     """Fetch ``model_id``'s published ONNX bundle into the store; returns its folder.
 
-    ``revision`` defaults to the registry's pinned commit (``"main"`` for unknown repos). Returns at once
+    ``revision`` defaults to the registry's pinned commit (``"main"`` for unknown repos). ``token`` is the
+    Hugging Face token sent as ``Authorization: Bearer`` (default: ``HF_TOKEN``). Returns at once
     when the store already has the bundle with the wanted precision. Raises :class:`ModelError`
     explaining what failed (no ONNX published, offline, private repo, ...).
     """
@@ -132,7 +136,7 @@ def download_bundle(model_id: str, precision: str = "fp32", revision: str | None
     repo = known.hub_repo if known else model_id
     revision = revision or (known.revision if known else "main")
     int8_candidates = known.int8_files if known else INT8_HUB_FILES
-    settings = hub_settings()
+    settings = hub_settings(token)
     folder = store.model_dir(model_id)
     with store.model_lock(model_id):
         if (folder / PRECISIONS[precision]).is_file() and store.is_installed(model_id):

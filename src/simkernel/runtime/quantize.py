@@ -12,8 +12,8 @@ The methods here (chosen by measurement, ``benchmarks/int8_study.py``):
     Every ``MatMul`` whose right operand is a weight initializer ``W`` (K, N) becomes::
 
         s   = max(|x|, over the last axis) / 127          one scale per token row (batch, seq, 1)
-        q   = Cast<uint8>(Round(x / s) + 128)             symmetric (zero point 128, values 1..255)
-        y   = Cast<float>(MatMulInteger(q, Wq, 128)) * s * sw   int32 accumulation, exact
+        q   = saturate(round_half_even(x / s) + 128)      uint8, symmetric (zero point 128, values 1..255)
+        y   = ((q - 128) @ Wq) * sw * s                    int32 accumulation, exact; then float
 
     with ``Wq`` int8, symmetric, one scale ``sw`` per output column (per-channel). The uint8 activations
     with a zero point take onnxruntime's u8 x s8 kernels (VNNI / AVX2); int8 x int8 ran 10x slower.
@@ -40,6 +40,7 @@ import numpy as np
 
 QUANTIZATION_METHODS = ("per-row", "static", "dynamic", "dynamic-per-channel")
 DEFAULT_QUANTIZATION = "per-row"
+QUANTIZE_OPSET = 21  # QuantizeLinear with block_size (one scale per token row)
 
 
 def quantize_model(
@@ -141,19 +142,40 @@ def _weight_matmuls(path: Path) -> list[str]:
 
 def quantize_per_row(src: str | Path, dst: str | Path, exclude_nodes: Iterable[str] = ()) -> int:
     """Rewrite ``src`` with per-row (per-token) symmetric int8 activations and per-channel int8 weights
-    for every weight MatMul (see the module docstring); returns how many MatMuls were quantised."""
+    for every weight MatMul (see the module docstring); returns how many MatMuls were quantised.
+
+    The graph form was chosen by measurement (``benchmarks/int8_study.py``, "Export and int8" in
+    benchmarks/README.md): onnxruntime runs every operator as a separate pass over the activations, so
+    the fewer full-size operators per dense layer, the faster. Per distinct activation tensor ``x``
+    (Q, K and V share theirs), three full-size passes::
+
+        s  = max(ReduceMax(Abs(x), axis=-1), 1e-12) / 127        (batch, seq, 1), tiny ops after the reduce
+        xq = QuantizeLinear(x, s, 128, axis=-1, block_size=K)      one block per row: uint8, zero point 128
+
+    and per weight, two::
+
+        y  = MatMulIntegerToFloat(xq, Wq, 1, sw, 128) * s         int32 accumulation, per-column sw folded in
+
+    ``QuantizeLinear`` with ``block_size`` needs opset 21 (onnxruntime >= 1.20): the graph's default-domain
+    opset is converted to 21 first. ``MatMulIntegerToFloat`` is onnxruntime's contrib operator
+    (``com.microsoft``); its A scale must be a scalar, hence the row scale as a separate ``Mul``.
+    """
     from simkernel._optional import import_optional
 
     onnx = import_optional("onnx", "export", "int8 quantisation")
-    from onnx import TensorProto, helper, numpy_helper
+    from onnx import TensorProto, helper, numpy_helper, version_converter
 
     model = onnx.load(str(src))
-    graph = model.graph
     opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 17)
+    if opset < QUANTIZE_OPSET:
+        model = version_converter.convert_version(model, QUANTIZE_OPSET)
+    if not any(o.domain == "com.microsoft" for o in model.opset_import):
+        model.opset_import.append(helper.make_opsetid("com.microsoft", 1))
+    graph = model.graph
     inits = {i.name: i for i in graph.initializer}
     excluded = set(exclude_nodes)
     new_nodes, new_inits, count = [], [], 0
-    quantized_inputs: dict[str, tuple[str, str]] = {}  # float tensor -> (its int8 rows, their scales)
+    quantized_inputs: dict[str, tuple[str, str]] = {}  # float tensor -> (its uint8 rows, their scales)
 
     def const(name: str, value: np.ndarray) -> str:
         new_inits.append(numpy_helper.from_array(value, name))
@@ -161,9 +183,10 @@ def quantize_per_row(src: str | Path, dst: str | Path, exclude_nodes: Iterable[s
 
     inv127 = const("simkernel_q/inv127", np.array(1.0 / 127.0, dtype=np.float32))
     tiny = const("simkernel_q/tiny", np.array(1e-12, dtype=np.float32))
-    offset = const("simkernel_q/offset", np.array(128.0, dtype=np.float32))
+    one = const("simkernel_q/one", np.array(1.0, dtype=np.float32))
     zero_point = const("simkernel_q/zero_point", np.array(128, dtype=np.uint8))
-    axes = const("simkernel_q/axes", np.array([-1], dtype=np.int64)) if opset >= 18 else None
+    last_axis = const("simkernel_q/last_axis", np.array([-1], dtype=np.int64))
+    zero_point_fill = helper.make_tensor("zero_point_fill", TensorProto.UINT8, [1], [128])
     for node in graph.node:
         weight = inits.get(node.input[1]) if node.op_type == "MatMul" and len(node.input) == 2 else None
         if weight is None or len(weight.dims) != 2 or node.name in excluded:
@@ -178,34 +201,42 @@ def quantize_per_row(src: str | Path, dst: str | Path, exclude_nodes: Iterable[s
         x, y = node.input[0], node.output[0]
         if x not in quantized_inputs:  # Q, K and V read the same tensor: quantise it once
             q = f"simkernel_q/x{len(quantized_inputs)}"
-            reduce_inputs = [q + "/abs"] + ([axes] if axes else [])
-            reduce_attrs = {"keepdims": 1} if axes else {"keepdims": 1, "axes": [-1]}
             new_nodes += [
                 helper.make_node("Abs", [x], [q + "/abs"], name=q + "/Abs"),
                 helper.make_node(
-                    "ReduceMax", reduce_inputs, [q + "/absmax"], name=q + "/ReduceMax", **reduce_attrs
+                    "ReduceMax", [q + "/abs", last_axis], [q + "/absmax"], name=q + "/ReduceMax", keepdims=1
                 ),
                 helper.make_node("Max", [q + "/absmax", tiny], [q + "/absmax_safe"], name=q + "/Max"),
                 helper.make_node("Mul", [q + "/absmax_safe", inv127], [q + "/x_scale"], name=q + "/Scale"),
-                helper.make_node("Div", [x, q + "/x_scale"], [q + "/x_div"], name=q + "/Div"),
-                helper.make_node("Round", [q + "/x_div"], [q + "/x_round"], name=q + "/Round"),
-                # stored as uint8 with zero point 128: onnxruntime's fast (VNNI / AVX2) kernels are u8 x s8
-                helper.make_node("Add", [q + "/x_round", offset], [q + "/x_shift"], name=q + "/Shift"),
+                helper.make_node("Shape", [q + "/x_scale"], [q + "/scale_shape"], name=q + "/Shape"),
                 helper.make_node(
-                    "Cast", [q + "/x_shift"], [q + "/x_uint8"], name=q + "/CastUint8", to=TensorProto.UINT8
+                    "ConstantOfShape",
+                    [q + "/scale_shape"],
+                    [q + "/x_zero_point"],
+                    name=q + "/ZeroPoint",
+                    value=zero_point_fill,
+                ),
+                # stored as uint8 with zero point 128: onnxruntime's fast (VNNI / AVX2) kernels are u8 x s8
+                helper.make_node(
+                    "QuantizeLinear",
+                    [x, q + "/x_scale", q + "/x_zero_point"],
+                    [q + "/x_uint8"],
+                    name=q + "/QuantizeLinear",
+                    axis=-1,
+                    block_size=int(w.shape[0]),
                 ),
             ]
             quantized_inputs[x] = (q + "/x_uint8", q + "/x_scale")
         x_uint8, x_scale = quantized_inputs[x]
         new_nodes += [
             helper.make_node(
-                "MatMulInteger", [x_uint8, wq_name, zero_point], [p + "/y_int32"], name=p + "/MatMulInteger"
+                "MatMulIntegerToFloat",
+                [x_uint8, wq_name, one, ws_name, zero_point],
+                [p + "/y_col"],
+                name=p + "/MatMulIntegerToFloat",
+                domain="com.microsoft",
             ),
-            helper.make_node(
-                "Cast", [p + "/y_int32"], [p + "/y_float"], name=p + "/CastFloat", to=TensorProto.FLOAT
-            ),
-            helper.make_node("Mul", [p + "/y_float", x_scale], [p + "/y_row"], name=p + "/MulRow"),
-            helper.make_node("Mul", [p + "/y_row", ws_name], [y], name=p + "/MulCol"),
+            helper.make_node("Mul", [p + "/y_col", x_scale], [y], name=p + "/MulRow"),
         ]
         count += 1
     used = {i for n in new_nodes for i in n.input}

@@ -87,8 +87,13 @@ def _export_checkpoint(folder: Path, precision: str) -> Path:
             raise
 
 
-def resolve_model(model: str | Path = DEFAULT_MODEL, precision: str = "fp32") -> Path:
-    """The bundle folder for ``model`` (see the module docstring for the order); may export or download."""
+def resolve_model(
+    model: str | Path = DEFAULT_MODEL, precision: str = "fp32", token: str | None = None
+) -> Path:
+    """The bundle folder for ``model`` (see the module docstring for the order); may export or download.
+
+    ``token``: Hugging Face token for the hub download (private or gated repos); default ``HF_TOKEN``.
+    """
     check_precision(precision)
     if not isinstance(model, (str, os.PathLike)):
         raise TypeError(f"model must be a model id or a folder path, got {type(model).__name__}")
@@ -127,7 +132,7 @@ def resolve_model(model: str | Path = DEFAULT_MODEL, precision: str = "fp32") ->
     from simkernel.runtime.hub import download_bundle
 
     try:
-        return download_bundle(model_id, precision=precision)
+        return download_bundle(model_id, precision=precision, token=token)
     except ModelError as exc:
         attempts.append(f"hub: {exc}")
     raise ModelNotFoundError(_message(text, attempts))
@@ -144,11 +149,12 @@ def _message(model: str, attempts: list[str]) -> str:
     return f"cannot find model {model!r}; tried:\n{lines}\n{fix}."
 
 
-def model_architectures(model: str | Path = DEFAULT_MODEL) -> list[str]:
+def model_architectures(model: str | Path = DEFAULT_MODEL, token: str | None = None) -> list[str]:
     """``config.json`` ``architectures`` of the model ``model`` names, without loading it.
 
     A local folder (bundle or checkpoint) or a store entry is read directly; otherwise only
-    ``config.json`` is fetched from the hub. Used to choose bi- vs cross-encoder as Haystack does.
+    ``config.json`` is fetched from the hub (with ``token``, default ``HF_TOKEN``). Used to choose bi- vs
+    cross-encoder as Haystack does.
     """
     from simkernel.runtime.config import read_model_config
 
@@ -162,10 +168,10 @@ def model_architectures(model: str | Path = DEFAULT_MODEL) -> list[str]:
     folder = store.model_dir(model_id)
     if (folder / "config.json").is_file():
         return list(read_model_config(folder).architectures)
-    return _hub_architectures(model_id)
+    return _hub_architectures(model_id, token)
 
 
-def _hub_architectures(model_id: str) -> list[str]:
+def _hub_architectures(model_id: str, token: str | None = None) -> list[str]:
     from simkernel.runtime.config import read_json
     from simkernel.runtime.hub import _explain, _fetch, hub_settings
     from simkernel.runtime.registry import known_model
@@ -173,7 +179,7 @@ def _hub_architectures(model_id: str) -> list[str]:
     known = known_model(model_id)
     repo = known.hub_repo if known else model_id
     revision = known.revision if known else "main"
-    settings = hub_settings()
+    settings = hub_settings(token)
     try:
         cached = _fetch(repo, "config.json", revision, settings)
     except Exception as exc:

@@ -16,16 +16,16 @@ _LOCK = threading.Lock()
 _INSTANCES: dict[tuple, object] = {}
 
 
-def _key(kind: str, model: str | Path, precision: str, threads: int | None, providers) -> tuple:
+def _key(kind: str, model: str | Path, precision: str, threads: int | None, providers, token) -> tuple:
     from simkernel.runtime.resolve import resolve_model
 
-    folder = resolve_model(model, precision=precision)
+    folder = resolve_model(model, precision=precision, token=token)  # the token is not part of the key
     return (kind, str(Path(folder).resolve()), precision, threads, tuple(providers or ()))
 
 
-def _shared(kind: str, factory, model, precision, threads, providers):
+def _shared(kind: str, factory, model, precision, threads, providers, token=None):
     """The instance of ``factory`` for these settings, created once under the lock."""
-    key = _key(kind, model, precision, threads, providers)
+    key = _key(kind, model, precision, threads, providers, token)
     with _LOCK:
         instance = _INSTANCES.get(key)
         if instance is None:
@@ -40,11 +40,13 @@ def get_text_encoder(
     precision: str = "fp32",
     threads: int | None = None,
     providers: list[str] | None = None,
+    token: str | None = None,
 ):
-    """The shared :class:`~simkernel.runtime.text_encoder.TextEncoder` for these settings (created once)."""
+    """The shared :class:`~simkernel.runtime.text_encoder.TextEncoder` for these settings (created once;
+    ``token`` is only used to download the model)."""
     from simkernel.runtime.text_encoder import TextEncoder
 
-    return _shared("text", TextEncoder, model, precision, threads, providers)
+    return _shared("text", TextEncoder, model, precision, threads, providers, token)
 
 
 def get_cross_encoder(
@@ -52,11 +54,13 @@ def get_cross_encoder(
     precision: str = "fp32",
     threads: int | None = None,
     providers: list[str] | None = None,
+    token: str | None = None,
 ):
-    """The shared :class:`~simkernel.runtime.cross_encoder.CrossEncoder` for these settings (created once)."""
+    """The shared :class:`~simkernel.runtime.cross_encoder.CrossEncoder` for these settings (created once;
+    ``token`` is only used to download the model)."""
     from simkernel.runtime.cross_encoder import CrossEncoder
 
-    return _shared("cross", CrossEncoder, model, precision, threads, providers)
+    return _shared("cross", CrossEncoder, model, precision, threads, providers, token)
 
 
 def clear_shared_instances() -> None:

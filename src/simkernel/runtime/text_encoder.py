@@ -27,13 +27,15 @@ class TextEncoder:
             or a hub repo id; see :func:`simkernel.runtime.resolve.resolve_model` for the order.
         precision: ``"fp32"`` (``model.onnx``) or ``"int8"`` (``model_int8.onnx``). Bundles exported by
             simkernel use per-row int8 (each token's activations scaled on their own: an embedding never
-            depends on its batch-mates; min cosine 0.967 vs fp32, SAS Spearman within 0.0005, ~1.2x faster);
+            depends on its batch-mates; min cosine 0.967 vs fp32, SAS Spearman within 0.0005, ~1.6x faster);
             int8 files downloaded from the hub are the repo's own dynamic quantisation, which is
             batch-dependent. See benchmarks/README.md.
         threads: onnxruntime intra-op threads (None: one per physical core).
         providers: onnxruntime execution providers (default CPU), checked against those available.
         cache_size: entries of the LRU embedding cache shared by all calls (text -> vector;
             0 disables it). A repeated text is served from the cache: ~4 x dim bytes per entry.
+        token: Hugging Face token for downloading a private or gated repo (default: ``HF_TOKEN``);
+            unused when the model is a local folder or already in the store.
 
     The pipeline is sentence-transformers': tokenization truncated at ``max_seq_length``, pooling per
     ``1_Pooling/config.json``, L2 normalisation when ``modules.json`` has a Normalize module. Thread-safe:
@@ -47,12 +49,13 @@ class TextEncoder:
         threads: int | None = None,
         providers: list[str] | None = None,
         cache_size: int = DEFAULT_CACHE_SIZE,
+        token: str | None = None,
     ) -> None:
         from simkernel.runtime.resolve import resolve_model
 
         check_precision(precision)
         self._cache = EmbeddingCache(cache_size)
-        folder = resolve_model(model, precision=precision)
+        folder = resolve_model(model, precision=precision, token=token)
         config = read_model_config(folder)
         if config.kind != "bi-encoder":
             raise ModelError(

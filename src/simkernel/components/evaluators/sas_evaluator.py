@@ -92,9 +92,8 @@ class SASEvaluator:
             :meth:`run`, as Haystack does.
         :param device: ``None`` (CPU), ``"cpu"``, ``"cuda"``, ``"cuda:N"`` or a Haystack ``ComponentDevice``.
         :param token: Hugging Face token as a ``Secret`` (simkernel's or Haystack's); kept and serialised as
-            Haystack does. Limitation: simkernel's hub download (only used when the model is neither a local
-            folder nor in the store) reads the ``HF_TOKEN`` environment variable itself, so a token given
-            here in another way (``Secret.from_token``, ``HF_API_TOKEN``) does not reach it yet.
+            Haystack does, resolved in :meth:`warm_up` and sent to the hub when the model has to be
+            downloaded (neither a local folder nor in the store): private and gated repos work.
         :param precision: ``"fp32"`` (default; Haystack's numbers) or ``"int8"`` (the bundle's int8 graph).
         :param threads: onnxruntime intra-op threads; ``None`` lets onnxruntime choose.
         """
@@ -173,20 +172,22 @@ class SASEvaluator:
             from simkernel.runtime.config import is_cross_encoder_architecture
 
             providers = onnx_providers(self._device)  # raises first when the device is unusable
-            is_cross_encoder = is_cross_encoder_architecture(model_architectures(self._model))
-            model = self._load(is_cross_encoder, providers)
+            token = (self._token.resolve_value() if self._token is not None else None) or None
+            is_cross_encoder = is_cross_encoder_architecture(model_architectures(self._model, token=token))
+            model = self._load(is_cross_encoder, providers, token)
             self._is_cross_encoder = is_cross_encoder  # before the model: run() checks the model only
             self._similarity_model = model
 
-    def _load(self, is_cross_encoder: bool, providers: list[Any] | None) -> Any:
+    def _load(self, is_cross_encoder: bool, providers: list[Any] | None, token: str | None) -> Any:
         """The runtime model: the process-wide shared instance on the CPU, a private one on another device."""
         from simkernel import runtime
 
+        options = {"precision": self._precision, "threads": self._threads, "token": token}
         if providers is None:
             get = runtime.get_cross_encoder if is_cross_encoder else runtime.get_text_encoder
-            return get(self._model, precision=self._precision, threads=self._threads)
+            return get(self._model, **options)
         model_class = runtime.CrossEncoder if is_cross_encoder else runtime.TextEncoder
-        return model_class(self._model, precision=self._precision, threads=self._threads, providers=providers)
+        return model_class(self._model, providers=providers, **options)
 
     @output_types(score=float, individual_scores=list[float])
     def run(
