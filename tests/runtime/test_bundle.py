@@ -44,3 +44,23 @@ def test_precision_files(tmp_path):
         onnx_file(tmp_path, "fp32")
     (tmp_path / "model_int8.onnx").write_bytes(b"x")
     assert onnx_file(tmp_path, "int8") == tmp_path / "model_int8.onnx"
+
+
+@pytest.mark.parametrize(("precision", "graph"), [("fp32", "model.onnx"), ("int8", "model_int8.onnx")])
+def test_weights_are_external_data_and_a_missing_data_file_is_named(tmp_path, default_bundle, precision, graph):
+    """The export stores weights in ``<graph>_data`` (memory-mapped at load); without that file the error
+    names it and says how to get the model back."""
+    import shutil
+
+    from simkernel.runtime import TextEncoder
+
+    manifest = json.loads((default_bundle / "simkernel.json").read_text())
+    assert manifest["files"][graph]["external_data"] == graph + "_data"
+    assert (default_bundle / (graph + "_data")).stat().st_size > 10 * (default_bundle / graph).stat().st_size
+    copy = tmp_path / "bundle"
+    shutil.copytree(default_bundle, copy)
+    TextEncoder(copy, precision=precision, threads=1).encode(["works with its data file"])
+    (copy / (graph + "_data")).unlink()
+    with pytest.raises(ModelError, match=graph + "_data") as info:
+        TextEncoder(copy, precision=precision, threads=1)
+    assert "re-export" in str(info.value) or "prepare" in str(info.value)

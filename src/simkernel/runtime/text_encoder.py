@@ -27,7 +27,7 @@ class TextEncoder:
             or a hub repo id; see :func:`simkernel.runtime.resolve.resolve_model` for the order.
         precision: ``"fp32"`` (``model.onnx``) or ``"int8"`` (``model_int8.onnx``). Bundles exported by
             simkernel use per-row int8 (each token's activations scaled on their own: an embedding never
-            depends on its batch-mates; min cosine 0.967 vs fp32, SAS Spearman within 0.0005, ~1.6x faster);
+            depends on its batch-mates; min cosine 0.967 vs fp32, SAS Spearman within 0.0005, ~1.5x faster);
             int8 files downloaded from the hub are the repo's own dynamic quantisation, which is
             batch-dependent. See benchmarks/README.md.
         threads: onnxruntime intra-op threads (None: one per physical core).
