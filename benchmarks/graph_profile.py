@@ -44,7 +44,9 @@ def feeds(lengths, batch: int = 32, seed: int = 0) -> list[dict[str, np.ndarray]
     out = []
     for length in lengths:
         ids = rng.integers(1000, 2000, (batch, length)).astype(np.int64)
-        out.append({"input_ids": ids, "attention_mask": np.ones_like(ids), "token_type_ids": np.zeros_like(ids)})
+        out.append(
+            {"input_ids": ids, "attention_mask": np.ones_like(ids), "token_type_ids": np.zeros_like(ids)}
+        )
     return out
 
 
@@ -60,7 +62,9 @@ def round_robin(paths: list[str], batches, threads: int, rounds: int) -> None:
             best[path] = min(best[path], time.perf_counter() - start)
     texts = sum(f["input_ids"].shape[0] for f in batches)
     for path, sess in sessions.items():
-        diff = max(float(np.abs(sess.run(None, f)[0] - r).max()) for f, r in zip(batches, reference))
+        diff = max(
+            float(np.abs(sess.run(None, f)[0] - r).max()) for f, r in zip(batches, reference, strict=True)
+        )
         print(
             f"{path}: {best[path] * 1e3:.1f} ms for {texts} texts ({texts / best[path]:.0f}/s), "
             f"max |token embedding - first graph's| {diff:.3g}"

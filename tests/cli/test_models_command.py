@@ -156,3 +156,40 @@ def test_export_then_score_with_the_exported_bundle(cli, tmp_path, tiny_checkpoi
 
     int8 = cli("score", path, "--model", bundle, "--precision", "int8", "-q")
     assert int8.code == 0, int8.err
+
+
+def test_export_int8_keep_fp32(cli, tmp_path, tiny_checkpoint):
+    """--int8-keep-fp32 keeps the named dense layers in fp32 (recorded in the manifest); it needs
+    --precision int8, and a pattern matching no layer is a one-line error naming how layers are called."""
+    wrong = cli(
+        "models", "export", tiny_checkpoint, tmp_path / "a", "--int8-keep-fp32", "layer.0/intermediate"
+    )
+    assert wrong.code == 1 and "--precision int8" in wrong.err
+    nothing = cli(
+        "models",
+        "export",
+        tiny_checkpoint,
+        tmp_path / "b",
+        "--precision",
+        "int8",
+        "--int8-keep-fp32",
+        "layer.99/",
+    )
+    assert nothing.code == 1 and "matches no dense layer" in nothing.err.strip().splitlines()[-1]
+    assert not (tmp_path / "b").exists()
+    bundle = tmp_path / "c"
+    kept = cli(
+        "models",
+        "export",
+        tiny_checkpoint,
+        bundle,
+        "--precision",
+        "int8",
+        "--int8-keep-fp32",
+        "layer.0/intermediate",
+    )
+    assert kept.code == 0, kept.err
+    quantization = json.loads((bundle / "simkernel.json").read_text())["files"]["model_int8.onnx"][
+        "quantization"
+    ]
+    assert quantization["kept_fp32"] == ["/inner/encoder/layer.0/intermediate/dense/MatMul"]

@@ -47,7 +47,9 @@ def test_precision_files(tmp_path):
 
 
 @pytest.mark.parametrize(("precision", "graph"), [("fp32", "model.onnx"), ("int8", "model_int8.onnx")])
-def test_weights_are_external_data_and_a_missing_data_file_is_named(tmp_path, default_bundle, precision, graph):
+def test_weights_are_external_data_and_a_missing_data_file_is_named(
+    tmp_path, default_bundle, precision, graph
+):
     """The export stores weights in ``<graph>_data`` (memory-mapped at load); without that file the error
     names it and says how to get the model back."""
     import shutil

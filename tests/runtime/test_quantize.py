@@ -143,3 +143,25 @@ def test_batch_dependence_of_dynamic_vs_per_row(
         assert diff <= 1e-5
     else:
         assert diff > 1e-3
+
+
+def test_int8_keep_fp32_patterns_select_dense_layers(tmp_path, raw_minilm_graph):
+    """``int8_keep_fp32`` patterns name dense layers by part of their node name; those stay fp32 MatMuls,
+    the others are quantised; a pattern matching nothing is an error listing how layers are named."""
+    import onnx
+
+    from simkernel.runtime.export import matching_dense_layers
+    from simkernel.runtime.quantize import quantize_model, weight_matmuls
+
+    every = weight_matmuls(raw_minilm_graph)
+    assert len(every) == 36  # 6 layers x (q, k, v, attention output, FFN in, FFN out)
+    kept = matching_dense_layers(raw_minilm_graph, ["layer.5/intermediate"])
+    assert kept == [n for n in every if "layer.5/intermediate" in n] and len(kept) == 1
+    with pytest.raises(ValueError, match="matches no dense layer"):
+        matching_dense_layers(raw_minilm_graph, ["layer.99/"])
+    assert matching_dense_layers(raw_minilm_graph, []) == []
+
+    info = quantize_model(raw_minilm_graph, tmp_path / "q.onnx", exclude_nodes=kept)
+    assert info["quantized_matmuls"] == 35
+    graph = onnx.load(str(tmp_path / "q.onnx"), load_external_data=False).graph
+    assert [n.name for n in graph.node if n.op_type == "MatMul" and n.name in kept] == kept

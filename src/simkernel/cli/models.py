@@ -82,7 +82,15 @@ def _export(args: argparse.Namespace) -> None:
     print(
         f"exporting {src} ({' and '.join(precisions)}, with a parity check) ...", file=sys.stderr, flush=True
     )
-    folder = Path(export_model(src, Path(args.dst), precisions, overwrite=args.overwrite))
+    keep = tuple(args.int8_keep_fp32 or ())
+    if keep and args.precision != "int8":
+        raise DataError("--int8-keep-fp32 applies to the int8 graph: add --precision int8")
+    try:
+        folder = Path(
+            export_model(src, Path(args.dst), precisions, overwrite=args.overwrite, int8_keep_fp32=keep)
+        )
+    except ValueError as exc:  # an --int8-keep-fp32 pattern matching no layer
+        raise DataError(str(exc)) from None
     print(f"exported {src} to {folder}")
     _print_files(folder)
     print(f"use it with --model {folder}, or TextEncoder({str(folder)!r})")

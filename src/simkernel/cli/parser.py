@@ -187,5 +187,12 @@ def _add_models(commands: argparse._SubParsersAction) -> None:
         help="int8 also writes model_int8.onnx beside the fp32 model (default: fp32 only)",
     )
     export.add_argument("--overwrite", action="store_true", help="replace DST if it exists and is not empty")
+    export.add_argument(
+        "--int8-keep-fp32",
+        metavar="PATTERN",
+        action="append",
+        help="keep the dense layers whose ONNX node name contains PATTERN in fp32 in the int8 graph "
+        "(repeatable), e.g. layer.10/intermediate, when the int8 parity check fails",
+    )
     info = actions.add_parser("info", help="dimension, pooling, files and parity figures of a model")
     info.add_argument("model", metavar="ID", help="model id in the store, or a bundle folder")

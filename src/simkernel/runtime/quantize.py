@@ -83,7 +83,7 @@ def quantize_model(
             per_channel=True,
             activation_type=quant.QuantType.QUInt8,
             weight_type=quant.QuantType.QInt8,
-            nodes_to_quantize=_weight_matmuls(src),
+            nodes_to_quantize=weight_matmuls(src),
             nodes_to_exclude=list(exclude_nodes),
             calibrate_method=quant.CalibrationMethod.MinMax,
             extra_options={"ActivationSymmetric": False, "WeightSymmetric": True},
@@ -127,7 +127,7 @@ class _FeedReader:
         self._it = iter(self.feeds)
 
 
-def _weight_matmuls(path: Path) -> list[str]:
+def weight_matmuls(path: str | Path) -> list[str]:
     """Names of the MatMul nodes whose second input is a 2-D initializer (the dense layers)."""
     import onnx
 
@@ -158,8 +158,9 @@ def quantize_per_row(src: str | Path, dst: str | Path, exclude_nodes: Iterable[s
 
     ``QuantizeLinear`` with ``block_size`` needs opset 21 (onnxruntime >= 1.20; checked with 1.20.1 and
     1.32.0, whose int8 kernels give slightly different numbers: min cosine 0.996 between the two): the
-    graph's default-domain opset is converted to 21 first. ``MatMulIntegerToFloat`` is onnxruntime's contrib operator
-    (``com.microsoft``); its A scale must be a scalar, hence the row scale as a separate ``Mul``.
+    graph's default-domain opset is converted to 21 first. ``MatMulIntegerToFloat`` is onnxruntime's
+    contrib operator (``com.microsoft``); its A scale must be a scalar, hence the row scale as a separate
+    ``Mul``.
     """
     from simkernel._optional import import_optional
 

@@ -70,7 +70,12 @@ class TextEncoder:
                 "does not run (only Transformer, Pooling, Normalize); its embeddings would be wrong"
             )
         self._session, self._tokenizer = open_bundle(
-            folder, config, precision, TOKEN_EMBEDDING_OUTPUTS, threads=threads, providers=providers,
+            folder,
+            config,
+            precision,
+            TOKEN_EMBEDDING_OUTPUTS,
+            threads=threads,
+            providers=providers,
             lowercase=config.do_lower_case,
         )
         self.model = str(model)
