@@ -92,8 +92,29 @@ def test_download_then_embed_like_the_local_model(hub, tiny_repo):
     assert all(r[2] is None for r in hub.requests)  # no token configured, none sent
 
 
-def test_int8_variant(hub, tiny_repo):
-    enc = TextEncoder(REPO, precision="int8", threads=1)
+def test_int8_is_made_locally_per_row_and_batch_independent(hub, tiny_repo):
+    """With onnx installed, int8 is simkernel's per-row quantisation of the downloaded fp32 graph, checked
+    against it; the repo's (batch-dependent) int8 file is not even downloaded."""
+    enc = TextEncoder(REPO, precision="int8", threads=1, cache_size=0)
+    entry = json.loads((enc.model_path / "simkernel.json").read_text())["files"]["model_int8.onnx"]
+    assert entry["source"] == "made locally from onnx/model.onnx"
+    assert entry["quantization"]["method"] == "per-row" and entry["quantization"]["batch_independent"]
+    assert entry["parity_vs_fp32"]["min_cosine_vs_fp32"] >= 0.97
+    assert not any("qint8" in r[1] for r in hub.requests)
+    texts = [*SPECIAL_TEXTS, "hello", "a much longer sentence about the capital of Germany, Berlin"]
+    batched = enc.encode(texts)
+    alone = np.stack([enc.encode([t])[0] for t in texts])
+    assert np.abs(alone - batched).max() <= 1e-6
+    fp32 = TextEncoder(tiny_repo, threads=1).encode(texts)
+    assert (fp32.astype(np.float64) * batched).sum(1).min() >= 0.97
+
+
+def test_int8_without_onnx_uses_the_published_file_with_a_warning(hub, tiny_repo, monkeypatch):
+    from simkernel.runtime import hub as hub_module
+
+    monkeypatch.setattr(hub_module, "_can_quantize_locally", lambda: False)
+    with pytest.warns(UserWarning, match="batch"):
+        enc = TextEncoder(REPO, precision="int8", threads=1)
     assert (enc.model_path / "model_int8.onnx").read_bytes() == (tiny_repo / "model_int8.onnx").read_bytes()
     assert enc.encode(["hello"]).shape == (1, 32)
 
@@ -219,9 +240,15 @@ def test_repo_without_onnx_and_unknown_repo(tiny_repo, env, monkeypatch):
             TextEncoder("org/no-onnx")
         with pytest.raises(ModelNotFoundError, match="no such repo"):
             TextEncoder("org/does-not-exist")
-        with pytest.raises(ModelNotFoundError, match="publishes no int8"):
-            TextEncoder("org/fp32-only", precision="int8")
+        from simkernel.runtime import hub as hub_module
+
+        with monkeypatch.context() as patched:  # no onnx: only a published int8 file could serve
+            patched.setattr(hub_module, "_can_quantize_locally", lambda: False)
+            with pytest.warns(UserWarning), pytest.raises(ModelNotFoundError, match="publishes no int8"):
+                TextEncoder("org/fp32-only", precision="int8")
         assert not store.model_dir("org/fp32-only").exists()
+        # with onnx, a repo publishing only fp32 still gets (simkernel's own) int8
+        assert TextEncoder("org/fp32-only", precision="int8", threads=1).encode(["x"]).shape == (1, 32)
 
 
 def test_unreachable_hub_is_explained(env, monkeypatch):
@@ -232,3 +259,16 @@ def test_unreachable_hub_is_explained(env, monkeypatch):
     message = str(info.value)
     assert "store" in message and "hub" in message and "could not be reached" in message
     assert time.monotonic() - start < 60
+
+
+def test_int8_failing_its_check_falls_back_to_the_published_file(hub, tiny_repo, monkeypatch):
+    """A per-row int8 that misses the check against fp32 is not kept: the repo's file is, with a warning."""
+    from simkernel.runtime import hub as hub_module
+
+    monkeypatch.setattr(hub_module, "LOCAL_INT8_MIN_COSINE", 1.01)  # nothing can pass
+    with pytest.warns(UserWarning, match="misses its check"):
+        enc = TextEncoder(REPO, precision="int8", threads=1)
+    assert (enc.model_path / "model_int8.onnx").read_bytes() == (tiny_repo / "model_int8.onnx").read_bytes()
+    assert not (enc.model_path / "model_int8.onnx_data").exists()
+    entry = json.loads((enc.model_path / "simkernel.json").read_text())["files"]["model_int8.onnx"]
+    assert entry["source"] == "onnx/model_qint8_avx512_vnni.onnx"

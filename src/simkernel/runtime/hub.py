@@ -1,9 +1,16 @@
 """Download a model's published ONNX files from the Hugging Face hub into the store.
 
 What is fetched (``huggingface_hub.hf_hub_download``, one file at a time, all at one commit):
-``onnx/model.onnx`` (required; saved as ``model.onnx``), for ``precision="int8"`` the first published
-quantised variant of :data:`simkernel.runtime.registry.INT8_HUB_FILES` (saved as ``model_int8.onnx``),
-``tokenizer.json`` and ``config.json`` (required) and the other configuration files when the repo has them.
+``onnx/model.onnx`` (required; saved as ``model.onnx``), ``tokenizer.json`` and ``config.json`` (required)
+and the other configuration files when the repo has them.
+
+``precision="int8"``: when the ``onnx`` package is installed (it comes with the ``export`` extra; no torch
+needed), ``model_int8.onnx`` is made locally from the downloaded fp32 graph with simkernel's per-row
+quantisation (batch-independent, :mod:`simkernel.runtime.quantize`) and checked against the fp32 graph on
+:data:`~simkernel.runtime.export_probes.PROBE_TEXTS` (min cosine >= :data:`LOCAL_INT8_MIN_COSINE`).
+Otherwise, or when that check fails, the first published quantised variant of
+:data:`simkernel.runtime.registry.INT8_HUB_FILES` is used, with a warning: those are onnxruntime's dynamic
+quantisation, whose embeddings depend on the batch-mates.
 
 Environment, read at call time (huggingface_hub itself reads some only at import):
 ``HF_ENDPOINT`` (mirror or test server), ``HF_HUB_CACHE``/``HF_HOME`` (its download cache),
@@ -28,6 +35,7 @@ from simkernel.runtime import store
 from simkernel.runtime.registry import CONFIG_FILES, FP32_HUB_FILE, INT8_HUB_FILES, known_model
 
 REQUIRED_FILES = ("config.json", "tokenizer.json")
+LOCAL_INT8_MIN_COSINE = 0.97  # the export's int8 parity tolerance, here against the fp32 graph
 _TRUE = {"1", "on", "yes", "true"}
 
 
@@ -152,19 +160,9 @@ def download_bundle(
                 )
             commit = _commit_of(onnx, revision)  # fetch the rest at exactly the same commit
             files: dict[str, tuple[Path, str]] = {"model.onnx": (onnx, FP32_HUB_FILE)}
-            if precision == "int8":
-                for candidate in int8_candidates:
-                    cached = _fetch(repo, candidate, commit, settings)
-                    if cached is not None:
-                        files["model_int8.onnx"] = (cached, candidate)
-                        break
-                else:
-                    raise ModelError(
-                        f"{repo} (commit {commit}) publishes no int8 ONNX file (looked for "
-                        f"{list(int8_candidates)}). "
-                        "Quantise it yourself: `simkernel models export SRC DST --precision int8`, or use "
-                        "precision='fp32'."
-                    )
+            if precision == "int8" and not _can_quantize_locally():
+                _warn_batch_dependent("the onnx package is not installed (pip install onnx)")
+                files["model_int8.onnx"] = _published_int8(repo, commit, int8_candidates, settings)
             data = _fetch(repo, FP32_HUB_FILE + "_data", commit, settings)  # external weights of big graphs
             if data is not None:
                 files["model.onnx_data"] = (data, FP32_HUB_FILE + "_data")
@@ -187,7 +185,21 @@ def download_bundle(
         try:
             for name, (cached, _) in files.items():
                 _place(cached, staging / name)
-            _write_manifest(staging, model_id, repo, revision, commit, settings["endpoint"], files)
+            local_int8 = None
+            if precision == "int8" and "model_int8.onnx" not in files:
+                local_int8 = _local_int8(staging)
+                if local_int8 is None:  # missed its accuracy check: the repo's own file, if any
+                    try:
+                        published = _published_int8(repo, commit, int8_candidates, settings)
+                    except ModelError:
+                        raise
+                    except Exception as exc:
+                        raise _explain(repo, revision, settings, exc) from exc
+                    _place(published[0], staging / "model_int8.onnx")
+                    files["model_int8.onnx"] = published
+            _write_manifest(
+                staging, model_id, repo, revision, commit, settings["endpoint"], files, local_int8
+            )
             store.verify_bundle(staging)
             return store.publish_staging(staging, model_id, replace=True)
         except BaseException:
@@ -203,6 +215,7 @@ def _write_manifest(
     commit: str,
     endpoint: str,
     files: dict[str, tuple[Path, str]],
+    local_int8: dict | None = None,
 ) -> None:
     import huggingface_hub
 
@@ -218,6 +231,16 @@ def _write_manifest(
         elif name == "model_int8.onnx":
             entry["precision"] = "int8"
         entries[name] = entry
+    if local_int8 is not None:
+        for name in ("model_int8.onnx", "model_int8.onnx_data"):
+            path = folder / name
+            if path.is_file():
+                entries[name] = {
+                    "bytes": path.stat().st_size,
+                    "sha256": store.file_sha256(path),
+                    "source": f"made locally from {FP32_HUB_FILE}",
+                }
+        entries["model_int8.onnx"].update({"precision": "int8", **local_int8})
     manifest = {
         "format": 1,
         "id": model_id,
@@ -230,3 +253,67 @@ def _write_manifest(
     (folder / store.MANIFEST).write_text(
         json.dumps(manifest, indent=2, sort_keys=True) + "\n", encoding="utf-8"
     )
+
+
+def _published_int8(repo: str, commit: str, candidates, settings: dict) -> tuple[Path, str]:
+    """The first published int8 file of ``candidates`` (cached path, repo file name); ModelError if none."""
+    for candidate in candidates:
+        cached = _fetch(repo, candidate, commit, settings)
+        if cached is not None:
+            return cached, candidate
+    raise ModelError(
+        f"{repo} (commit {commit}) publishes no int8 ONNX file (looked for {list(candidates)}) and simkernel "
+        "could not make one (install onnx: pip install onnx). Export the checkpoint instead: `simkernel "
+        "models export SRC DST --precision int8`, or use precision='fp32'."
+    )
+
+
+def _can_quantize_locally() -> bool:
+    """Whether the ``onnx`` package (needed to rewrite the graph; not a run-time dependency) imports."""
+    import importlib.util
+
+    return importlib.util.find_spec("onnx") is not None
+
+
+def _warn_batch_dependent(why: str) -> None:
+    import warnings
+
+    warnings.warn(
+        f"{why}: using the repo's published int8 file, onnxruntime dynamic quantisation, whose embeddings "
+        "change with the other texts in the batch (up to 0.04 per component). simkernel's own per-row int8 "
+        "is batch-independent: pip install onnx, then delete the model from the store and load it again.",
+        stacklevel=4,
+    )
+
+
+def _local_int8(folder: Path) -> dict | None:
+    """Write ``model_int8.onnx`` (+ ``_data``) in ``folder`` by per-row quantisation of its fp32 graph;
+    returns its manifest facts, or None (files removed, warning given) when it misses the accuracy check."""
+    import tempfile
+
+    from simkernel.runtime.export import externalize_weights, optimize_graph
+    from simkernel.runtime.export_probes import PROBE_TEXTS
+    from simkernel.runtime.quantize import quantize_model
+    from simkernel.runtime.text_encoder import TextEncoder
+
+    target = folder / "model_int8.onnx"
+    for stale in (target, folder / "model_int8.onnx_data"):
+        stale.unlink(missing_ok=True)
+    with tempfile.TemporaryDirectory(dir=folder.parent) as tmp:
+        optimized = Path(tmp) / "fp32_extended.onnx"
+        info = optimize_graph(folder / "model.onnx", optimized, None, fuse=False)
+        info["quantization"] = quantize_model(optimized, target)
+    info.update(externalize_weights(target))
+    fp32 = TextEncoder(folder, threads=1, cache_size=0).encode(PROBE_TEXTS)
+    int8 = TextEncoder(folder, precision="int8", threads=1, cache_size=0).encode(PROBE_TEXTS)
+    cosine = (fp32.astype("float64") * int8).sum(axis=1)
+    check = {"min_cosine_vs_fp32": float(cosine.min()), "probe_texts": len(PROBE_TEXTS)}
+    if not cosine.min() >= LOCAL_INT8_MIN_COSINE:
+        target.unlink(missing_ok=True)
+        (folder / "model_int8.onnx_data").unlink(missing_ok=True)
+        _warn_batch_dependent(
+            f"simkernel's per-row int8 misses its check against fp32 (min cosine {cosine.min():.4f} < "
+            f"{LOCAL_INT8_MIN_COSINE})"
+        )
+        return None
+    return {**info, "parity_vs_fp32": check}

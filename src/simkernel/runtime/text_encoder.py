@@ -28,8 +28,9 @@ class TextEncoder:
         precision: ``"fp32"`` (``model.onnx``) or ``"int8"`` (``model_int8.onnx``). Bundles exported by
             simkernel use per-row int8 (each token's activations scaled on their own: an embedding never
             depends on its batch-mates; min cosine 0.967 vs fp32, SAS Spearman within 0.0005, ~1.5x faster);
-            int8 files downloaded from the hub are the repo's own dynamic quantisation, which is
-            batch-dependent. See benchmarks/README.md.
+            for hub models simkernel makes the same per-row int8 from the downloaded fp32 graph when the
+            ``onnx`` package is installed, else it uses the repo's own int8 file (onnxruntime dynamic
+            quantisation, batch-dependent; a warning says so). See benchmarks/README.md.
         threads: onnxruntime intra-op threads (None: one per physical core).
         providers: onnxruntime execution providers (default CPU), checked against those available.
         cache_size: entries of the LRU embedding cache shared by all calls (text -> vector;
