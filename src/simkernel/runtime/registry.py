@@ -17,7 +17,8 @@ from dataclasses import dataclass
 DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 
 # Quantised ONNX files the sentence-transformers / cross-encoder repos publish, best first for x86-64
-# with AVX-512 VNNI (all are dynamic int8 quantisations that run on any CPU).
+# with AVX-512 VNNI (all are dynamic int8 quantisations that run on any CPU, batch-dependent): only used
+# when simkernel cannot make its own per-row int8 from the fp32 graph (see simkernel.runtime.hub).
 INT8_HUB_FILES = (
     "onnx/model_qint8_avx512_vnni.onnx",
     "onnx/model_qint8_avx512.onnx",
