@@ -20,7 +20,9 @@ import collections
 import json
 import subprocess
 import sys
+import tempfile
 import time
+from pathlib import Path
 
 import numpy as np
 
@@ -28,14 +30,17 @@ SHORT = (5, 6, 7, 8, 9, 10, 12, 16)
 LONG = (64, 128, 200)
 
 
-def session(path: str, threads: int, profile: bool = False):
+def session(path: str, threads: int, profile_prefix: str | None = None):
+    """A session at the ``basic`` level; ``profile_prefix``: turn onnxruntime's profiler on, writing there."""
     import onnxruntime as ort
 
     options = ort.SessionOptions()
     options.intra_op_num_threads = threads
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
     options.log_severity_level = 3
-    options.enable_profiling = profile
+    if profile_prefix:
+        options.enable_profiling = True
+        options.profile_file_prefix = profile_prefix
     return ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
 
 
@@ -72,11 +77,13 @@ def round_robin(paths: list[str], batches, threads: int, rounds: int) -> None:
 
 
 def profile(path: str, threads: int, runs: int = 20) -> None:
-    sess = session(path, threads, profile=True)
-    (f,) = feeds((8,))
-    for _ in range(runs):
-        sess.run(None, f)
-    events = json.load(open(sess.end_profiling()))
+    with tempfile.TemporaryDirectory() as tmp:  # onnxruntime writes its profile file; keep it out of the tree
+        sess = session(path, threads, profile_prefix=str(Path(tmp) / "profile"))
+        (f,) = feeds((8,))
+        for _ in range(runs):
+            sess.run(None, f)
+        with open(sess.end_profiling()) as handle:
+            events = json.load(handle)
     total, count = collections.Counter(), collections.Counter()
     for e in events:
         if e.get("cat") == "Node" and e["name"].endswith("_kernel_time"):
