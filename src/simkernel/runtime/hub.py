@@ -162,7 +162,7 @@ def download_bundle(
             files: dict[str, tuple[Path, str]] = {"model.onnx": (onnx, FP32_HUB_FILE)}
             if precision == "int8" and not _can_quantize_locally():
                 _warn_batch_dependent("the onnx package is not installed (pip install onnx)")
-                files["model_int8.onnx"] = _published_int8(repo, commit, int8_candidates, settings)
+                files["model_int8.onnx"] = _published_int8(repo, revision, commit, int8_candidates, settings)
             data = _fetch(repo, FP32_HUB_FILE + "_data", commit, settings)  # external weights of big graphs
             if data is not None:
                 files["model.onnx_data"] = (data, FP32_HUB_FILE + "_data")
@@ -189,14 +189,13 @@ def download_bundle(
             if precision == "int8" and "model_int8.onnx" not in files:
                 local_int8 = _local_int8(staging)
                 if local_int8 is None:  # missed its accuracy check: the repo's own file, if any
-                    try:
-                        published = _published_int8(repo, commit, int8_candidates, settings)
-                    except ModelError:
-                        raise
-                    except Exception as exc:
-                        raise _explain(repo, revision, settings, exc) from exc
+                    published = _published_int8(repo, revision, commit, int8_candidates, settings)
                     _place(published[0], staging / "model_int8.onnx")
                     files["model_int8.onnx"] = published
+                else:
+                    made_here = f"made locally from {FP32_HUB_FILE}"
+                    for name in ("model_int8.onnx", "model_int8.onnx_data"):
+                        files[name] = (staging / name, made_here)
             _write_manifest(
                 staging, model_id, repo, revision, commit, settings["endpoint"], files, local_int8
             )
@@ -217,6 +216,8 @@ def _write_manifest(
     files: dict[str, tuple[Path, str]],
     local_int8: dict | None = None,
 ) -> None:
+    """Write the manifest: one entry per file of ``files`` (name -> (path, where it came from));
+    ``local_int8`` holds the facts of an int8 graph made here (quantisation, check against fp32)."""
     import huggingface_hub
 
     import simkernel
@@ -230,17 +231,8 @@ def _write_manifest(
             entry["precision"] = "fp32"
         elif name == "model_int8.onnx":
             entry["precision"] = "int8"
+            entry.update(local_int8 or {})
         entries[name] = entry
-    if local_int8 is not None:
-        for name in ("model_int8.onnx", "model_int8.onnx_data"):
-            path = folder / name
-            if path.is_file():
-                entries[name] = {
-                    "bytes": path.stat().st_size,
-                    "sha256": store.file_sha256(path),
-                    "source": f"made locally from {FP32_HUB_FILE}",
-                }
-        entries["model_int8.onnx"].update({"precision": "int8", **local_int8})
     manifest = {
         "format": 1,
         "id": model_id,
@@ -255,10 +247,14 @@ def _write_manifest(
     )
 
 
-def _published_int8(repo: str, commit: str, candidates, settings: dict) -> tuple[Path, str]:
-    """The first published int8 file of ``candidates`` (cached path, repo file name); ModelError if none."""
+def _published_int8(repo: str, revision: str, commit: str, candidates, settings: dict) -> tuple[Path, str]:
+    """The first published int8 file of ``candidates`` (cached path, repo file name); ModelError if none
+    or if the download fails (explained like every hub failure)."""
     for candidate in candidates:
-        cached = _fetch(repo, candidate, commit, settings)
+        try:
+            cached = _fetch(repo, candidate, commit, settings)
+        except Exception as exc:
+            raise _explain(repo, revision, settings, exc) from exc
         if cached is not None:
             return cached, candidate
     raise ModelError(
