@@ -57,7 +57,8 @@ REFERENCES = [
     "The correct answer is mentioned together with the date and the place.",
 ]
 ROUNDS = {"eval_lib": {"a": 3, "b": 2, "fresh": 2}, "simkernel": {"a": 5, "b": 3, "fresh": 3}}
-TARGETS = {"500 cases, 1 metric x 5 refs": 10.0, "200 cases, 1 metric each": 8.0}
+WORKLOADS = {"a": "500 cases, 1 metric x 5 refs", "b": "200 cases, 1 metric each"}  # worker request -> group
+TARGETS = {WORKLOADS["a"]: 10.0, WORKLOADS["b"]: 8.0}
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -254,36 +255,24 @@ def _record(benchmark, workload: str, library_name: str) -> None:
     RESULTS[(workload, library_name)] = {"min": stats.min, "median": stats.median}
 
 
-@pytest.mark.benchmark(group="500 cases, 1 metric x 5 refs")
-def test_500_cases_eval_lib(benchmark, eval_lib_worker):
-    benchmark.pedantic(eval_lib_worker.call, args=("a",), rounds=ROUNDS["eval_lib"]["a"], iterations=1)
-    _record(benchmark, "500 cases, 1 metric x 5 refs", "eval_lib")
-
-
-@pytest.mark.benchmark(group="500 cases, 1 metric x 5 refs")
-def test_500_cases_simkernel(benchmark, simkernel_runner):
+@pytest.mark.parametrize("workload", WORKLOADS)
+def test_workload_eval_lib(benchmark, eval_lib_worker, workload):
+    benchmark.group = WORKLOADS[workload]
     benchmark.pedantic(
-        simkernel_runner.run_a,
-        setup=_clear_simkernel_cache(simkernel_runner),
-        rounds=ROUNDS["simkernel"]["a"],
+        eval_lib_worker.call, args=(workload,), rounds=ROUNDS["eval_lib"][workload], iterations=1
     )
-    _record(benchmark, "500 cases, 1 metric x 5 refs", "simkernel")
+    _record(benchmark, WORKLOADS[workload], "eval_lib")
 
 
-@pytest.mark.benchmark(group="200 cases, 1 metric each")
-def test_200_cases_eval_lib(benchmark, eval_lib_worker):
-    benchmark.pedantic(eval_lib_worker.call, args=("b",), rounds=ROUNDS["eval_lib"]["b"], iterations=1)
-    _record(benchmark, "200 cases, 1 metric each", "eval_lib")
-
-
-@pytest.mark.benchmark(group="200 cases, 1 metric each")
-def test_200_cases_simkernel(benchmark, simkernel_runner):
+@pytest.mark.parametrize("workload", WORKLOADS)
+def test_workload_simkernel(benchmark, simkernel_runner, workload):
+    benchmark.group = WORKLOADS[workload]
     benchmark.pedantic(
-        simkernel_runner.run_b,
+        getattr(simkernel_runner, f"run_{workload}"),
         setup=_clear_simkernel_cache(simkernel_runner),
-        rounds=ROUNDS["simkernel"]["b"],
+        rounds=ROUNDS["simkernel"][workload],
     )
-    _record(benchmark, "200 cases, 1 metric each", "simkernel")
+    _record(benchmark, WORKLOADS[workload], "simkernel")
 
 
 def _fresh_process(name: str, python: str, inside: list[dict[str, float]]):
