@@ -56,15 +56,23 @@ def test_bi_encoder_variants_match_sentence_transformers(
     enc = TextEncoder(folder, threads=1)
     assert enc.max_seq_length == 64 and enc.dim == reference.shape[1]
     np.testing.assert_allclose(enc.encode(TEXTS, normalize=False), reference, rtol=1e-4, atol=1e-5)
+    # several batches on two threads: the data-parallel path (single-threaded twin session)
+    parallel = TextEncoder(folder, threads=2, cache_size=0)
+    np.testing.assert_allclose(
+        parallel.encode(TEXTS, batch_size=3, normalize=False), reference, rtol=1e-4, atol=1e-5
+    )
 
 
+@pytest.mark.parametrize("threads", [1, 2])  # 2: the batches run data-parallel
 @pytest.mark.parametrize("num_labels", [1, 3])
-def test_cross_encoder_matches_sentence_transformers(tiny_models_root, reference_checkpoint, num_labels):
+def test_cross_encoder_matches_sentence_transformers(
+    tiny_models_root, reference_checkpoint, num_labels, threads
+):
     from sentence_transformers import CrossEncoder as STCrossEncoder
 
     folder = make_tiny_cross_encoder(tiny_models_root, reference_checkpoint, num_labels)
     reference = STCrossEncoder(str(folder), device="cpu").predict(PAIRS, batch_size=4, convert_to_numpy=True)
-    ce = CrossEncoder(folder, threads=1)
+    ce = CrossEncoder(folder, threads=threads)
     assert ce.num_labels == num_labels
     assert ce.activation == ("sigmoid" if num_labels == 1 else "identity")
     scores = ce.predict(PAIRS, batch_size=4)

@@ -67,13 +67,13 @@ def test_duplicates_embedded_once_and_order_restored(default_bundle, sas_texts):
     base = sas_texts[:50]
     texts = base + base[::-1] + base[:10]
     calls = []
-    original = enc._session.run
+    original = enc._session.map_batches
 
-    def counting_run(ids, mask, types):
-        calls.append(ids.shape[0])
-        return original(ids, mask, types)
+    def counting_map_batches(job, batches):
+        calls.extend(len(rows) for rows in batches)
+        return original(job, batches)
 
-    enc._session.run = counting_run
+    enc._session.map_batches = counting_map_batches
     out = enc.encode(texts, batch_size=8)
     assert sum(calls) == len(set(texts))  # each distinct text went through the model once
     unique = enc.encode(base, batch_size=8)
@@ -116,8 +116,9 @@ def test_cached_vectors_cannot_be_corrupted_by_callers(default_bundle):
     assert np.abs(again).sum() > 0
 
 
-def test_many_threads_share_one_encoder(default_bundle, sas_texts):
-    enc = TextEncoder(default_bundle, threads=1, cache_size=0)
+@pytest.mark.parametrize("threads", [1, 2])  # 2: each call's batches also run on the worker pool
+def test_many_threads_share_one_encoder(default_bundle, sas_texts, threads):
+    enc = TextEncoder(default_bundle, threads=threads, cache_size=0)
     chunks = [sas_texts[i * 40 : (i + 1) * 40] for i in range(8)]
     expected = [enc.encode(c) for c in chunks]
     results: dict[int, np.ndarray] = {}

@@ -9,7 +9,7 @@ import pytest
 from runtime_helpers import LONG_TEXT, SPECIAL_TEXTS
 
 from simkernel.errors import ModelError
-from simkernel.runtime.tokenizer import TextTokenizer, pad_batch
+from simkernel.runtime.tokenizer import TextTokenizer, length_sorted_batches, pad_batch
 
 
 @pytest.fixture(scope="module")
@@ -94,3 +94,21 @@ def test_errors(tmp_path, reference_checkpoint):
         TextTokenizer(tmp_path / "tokenizer.json", max_length=8)
     with pytest.raises(ModelError, match="max_length"):
         TextTokenizer(reference_checkpoint / "tokenizer.json", max_length=1)
+
+
+@pytest.mark.parametrize("batch_size", [1, 3, 32, 100])
+def test_length_sorted_batches(tok, sas_texts, batch_size):
+    encodings = tok.encode(sas_texts[:70] + SPECIAL_TEXTS)
+    lengths = np.array([len(e.ids) for e in encodings])
+    batches = length_sorted_batches(encodings, batch_size)
+    # every row exactly once, batches of batch_size (one shorter remainder)
+    assert sorted(np.concatenate(batches).tolist()) == list(range(len(encodings)))
+    sizes = [len(b) for b in batches]
+    assert max(sizes) == min(batch_size, len(encodings)) and sum(s != batch_size for s in sizes) <= 1
+    # a stable sort by length: no batch overlaps another in length, the longest batch comes first
+    spans = [(lengths[b].min(), lengths[b].max()) for b in batches]
+    assert all(lo_prev >= hi for (lo_prev, _), (_, hi) in zip(spans, spans[1:], strict=False))
+    assert spans[0][1] == lengths.max()
+    for b in batches:  # equal lengths keep their input order
+        assert all(i < j for i, j in zip(b, b[1:], strict=False) if lengths[i] == lengths[j])
+    assert length_sorted_batches([], batch_size) == []

@@ -12,6 +12,7 @@ from simkernel.runtime.bundle import check_precision, open_bundle
 from simkernel.runtime.config import ModelConfig, read_model_config
 from simkernel.runtime.inputs import check_batch_size, check_pairs
 from simkernel.runtime.session import LOGITS_OUTPUTS
+from simkernel.runtime.tokenizer import length_sorted_batches
 
 
 def _sigmoid(x: np.ndarray) -> np.ndarray:
@@ -43,8 +44,9 @@ class CrossEncoder:
     Pairs are tokenized as one sequence (``[CLS] a [SEP] b [SEP]``), truncated longest-first at
     ``max_seq_length``. Thread-safe.
 
-    ``token`` is the Hugging Face token for downloading a private or gated repo (default: ``HF_TOKEN``);
-    unused when the model is a local folder or already in the store.
+    ``threads``: CPU threads, used as :class:`TextEncoder` uses them (intra-op for one batch, one worker
+    per thread for several). ``token`` is the Hugging Face token for downloading a private or gated repo
+    (default: ``HF_TOKEN``); unused when the model is a local folder or already in the store.
     """
 
     def __init__(
@@ -105,17 +107,20 @@ class CrossEncoder:
         logits = np.empty((len(unique), self.num_labels), dtype=np.float32)
         if unique:
             encodings = self._tokenizer.encode_pairs(unique)
-            order = np.argsort(np.fromiter((len(e.ids) for e in encodings), dtype=np.int64), kind="stable")
-            for start in range(0, len(order), batch_size):
-                rows = order[start : start + batch_size]
+            batches = length_sorted_batches(encodings, batch_size)
+
+            def score_batch(run, rows: np.ndarray) -> np.ndarray:
                 batch = self._tokenizer.pad_batch([encodings[i] for i in rows])
-                out = self._session.run(batch.input_ids, batch.attention_mask, batch.token_type_ids)
+                out = run(batch.input_ids, batch.attention_mask, batch.token_type_ids)
                 if out.ndim != 2 or out.shape[1] != self.num_labels:
                     raise ModelError(
                         f"{self._session.path} returned logits of shape {out.shape}, expected (batch, "
                         f"{self.num_labels}); "
                         "re-export the model with `simkernel models export SRC DST`"
                     )
+                return out
+
+            for rows, out in zip(batches, self._session.map_batches(score_batch, batches), strict=True):
                 logits[rows] = out
         scores = ACTIVATIONS[self.activation](logits) if apply_activation else logits
         scores = scores[inverse]

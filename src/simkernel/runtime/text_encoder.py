@@ -15,6 +15,7 @@ from simkernel.runtime.inputs import check_batch_size, check_texts
 from simkernel.runtime.pooling import l2_normalize, pool
 from simkernel.runtime.registry import DEFAULT_MODEL
 from simkernel.runtime.session import TOKEN_EMBEDDING_OUTPUTS
+from simkernel.runtime.tokenizer import length_sorted_batches
 
 DEFAULT_CACHE_SIZE = 10_000
 
@@ -31,7 +32,10 @@ class TextEncoder:
             for hub models simkernel makes the same per-row int8 from the downloaded fp32 graph when the
             ``onnx`` package is installed, else it uses the repo's own int8 file (onnxruntime dynamic
             quantisation, batch-dependent; a warning says so). See benchmarks/README.md.
-        threads: onnxruntime intra-op threads (None: one per physical core).
+        threads: CPU threads. A call with one batch runs it on this many onnxruntime intra-op threads;
+            a call with several batches runs them on this many worker threads, one whole batch each
+            (single-threaded: faster on short texts, see :class:`OnnxEncoderSession`). None:
+            onnxruntime's default (one per physical core), one worker per CPU (at most 8).
         providers: onnxruntime execution providers (default CPU), checked against those available.
         cache_size: entries of the LRU embedding cache shared by all calls (text -> vector;
             0 disables it). A repeated text is served from the cache: ~4 x dim bytes per entry.
@@ -140,23 +144,24 @@ class TextEncoder:
         return l2_normalize(out) if normalize else out
 
     def _embed(self, texts: list[str], batch_size: int) -> np.ndarray:
-        """Run the model on distinct texts: length-sorted batches, pooled, normalised if the model says so."""
+        """Run the model on distinct texts: length-sorted batches (data-parallel over the session's
+        workers, see :meth:`OnnxEncoderSession.map_batches`), pooled, normalised if the model says so."""
         encodings = self._tokenizer.encode(texts)
-        order = np.argsort(np.fromiter((len(e.ids) for e in encodings), dtype=np.int64), kind="stable")
-        out: np.ndarray | None = None
-        for start in range(0, len(order), batch_size):
-            rows = order[start : start + batch_size]
+        batches = length_sorted_batches(encodings, batch_size)
+
+        def embed_batch(run, rows: np.ndarray) -> np.ndarray:
             batch = self._tokenizer.pad_batch([encodings[i] for i in rows])
-            tokens = self._session.run(batch.input_ids, batch.attention_mask, batch.token_type_ids)
+            tokens = run(batch.input_ids, batch.attention_mask, batch.token_type_ids)
             if tokens.ndim != 3:
                 raise ModelError(
                     f"{self._session.path} returned an output of shape {tokens.shape}, not token embeddings "
                     "(batch, seq, hidden); re-export it with `simkernel models export SRC DST`"
                 )
             pooled = pool(tokens, batch.attention_mask, self.config.pooling)
-            if self.config.normalize:
-                pooled = l2_normalize(pooled)
-            if out is None:
-                out = np.empty((len(texts), pooled.shape[1]), dtype=np.float32)
-            out[rows] = pooled
-        return out  # type: ignore[return-value]  # texts is never empty here
+            return l2_normalize(pooled) if self.config.normalize else pooled
+
+        pooled = self._session.map_batches(embed_batch, batches)
+        out = np.empty((len(texts), pooled[0].shape[1]), dtype=np.float32)  # texts is never empty here
+        for rows, vectors in zip(batches, pooled, strict=True):
+            out[rows] = vectors
+        return out

@@ -107,6 +107,15 @@ class TextTokenizer:
         return pad_batch(encodings, self.pad_id, self.padding_side)
 
 
+def length_sorted_batches(encodings: Sequence, batch_size: int) -> list[np.ndarray]:
+    """Row indices of ``encodings`` cut into batches of ``batch_size`` after a stable sort by token
+    length (so each batch pads little), the batch of the longest texts first (so parallel workers
+    finish together; the batches themselves do not depend on this order)."""
+    lengths = np.fromiter((len(e.ids) for e in encodings), dtype=np.int64, count=len(encodings))
+    order = np.argsort(lengths, kind="stable")
+    return [order[start : start + batch_size] for start in range(0, len(order), batch_size)][::-1]
+
+
 def pad_batch(encodings: Sequence, pad_id: int, padding_side: str = "right") -> Batch:
     """Stack ``tokenizers.Encoding`` objects into int64 arrays padded to the longest one.
 

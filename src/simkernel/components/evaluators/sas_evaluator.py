@@ -95,7 +95,8 @@ class SASEvaluator:
             Haystack does, resolved in :meth:`warm_up` and sent to the hub when the model has to be
             downloaded (neither a local folder nor in the store): private and gated repos work.
         :param precision: ``"fp32"`` (default; Haystack's numbers) or ``"int8"`` (the bundle's int8 graph).
-        :param threads: onnxruntime intra-op threads; ``None`` lets onnxruntime choose.
+        :param threads: CPU threads of the model (as :class:`simkernel.TextEncoder` uses them); ``None``:
+            one per CPU.
         """
         if isinstance(model, os.PathLike):
             model = os.fspath(model)

@@ -40,8 +40,8 @@ def resolve_local_model_id(model_name: str | None) -> str:
 class LocalEmbeddingProvider(EmbeddingProvider):
     """Embeddings from a local ONNX bi-encoder (float32, pooled as sentence-transformers pools them).
 
-    ``precision`` ("fp32" or "int8"), ``threads`` (onnxruntime intra-op threads, None = runtime's
-    default) and ``batch_size`` (texts per forward pass) go to the runtime.
+    ``precision`` ("fp32" or "int8"), ``threads`` (CPU threads, as :class:`simkernel.TextEncoder` uses
+    them; None = one per CPU) and ``batch_size`` (texts per forward pass) go to the runtime.
     """
 
     def __init__(

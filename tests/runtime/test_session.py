@@ -1,0 +1,85 @@
+"""OnnxEncoderSession.map_batches: data-parallel batches on a single-threaded twin session."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+
+from simkernel.runtime.bundle import onnx_file
+from simkernel.runtime.session import TOKEN_EMBEDDING_OUTPUTS, OnnxEncoderSession
+
+
+@pytest.fixture(scope="module")
+def graph(default_bundle):
+    return onnx_file(default_bundle, "fp32")
+
+
+def token_batches(count: int, seed: int = 0) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """``count`` batches of random token ids, lengths 3..40, batch sizes 1..9."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(count):
+        ids = rng.integers(1000, 2000, (int(rng.integers(1, 10)), int(rng.integers(3, 41)))).astype(np.int64)
+        out.append((ids, np.ones_like(ids), np.zeros_like(ids)))
+    return out
+
+
+def forward(run, batch):
+    return run(*batch)
+
+
+def test_parallel_results_equal_sequential_and_keep_order(graph):
+    batches = token_batches(12)
+    sequential = OnnxEncoderSession(graph, TOKEN_EMBEDDING_OUTPUTS, threads=1)
+    parallel = OnnxEncoderSession(graph, TOKEN_EMBEDDING_OUTPUTS, threads=2)
+    assert sequential.workers == 1 and parallel.workers == 2
+    expected = sequential.map_batches(forward, batches)
+    got = parallel.map_batches(forward, batches)
+    assert [g.shape for g in got] == [e.shape for e in expected] == [(b[0].shape + (384,)) for b in batches]
+    for g, e in zip(got, expected, strict=True):
+        np.testing.assert_allclose(g, e, atol=1e-5)
+    assert sequential._twin is None  # one thread: never a second session
+
+
+def test_twin_session_made_only_for_several_batches(graph):
+    session = OnnxEncoderSession(graph, TOKEN_EMBEDDING_OUTPUTS, threads=2)
+    names = []
+
+    def record(run, batch):
+        names.append(threading.current_thread().name)
+        return run(*batch)
+
+    session.map_batches(record, token_batches(1))
+    assert session._twin is None and names == [threading.current_thread().name]
+    names.clear()
+    session.map_batches(record, token_batches(6))
+    assert session._twin is not None
+    assert all(n.startswith("simkernel-batch") for n in names) and len(names) == 6
+    assert session.map_batches(record, []) == []
+
+
+def test_exception_in_a_batch_is_raised_to_the_caller(graph):
+    session = OnnxEncoderSession(graph, TOKEN_EMBEDDING_OUTPUTS, threads=2)
+    batches = token_batches(5)
+
+    def fail_on_third(run, batch):
+        if batch is batches[2]:
+            raise ValueError("batch 2 is bad")
+        return run(*batch)
+
+    with pytest.raises(ValueError, match="batch 2 is bad"):
+        session.map_batches(fail_on_third, batches)
+    # the pool is still usable afterwards
+    assert len(session.map_batches(forward, batches)) == 5
+
+
+def test_default_workers_follow_the_cpus(graph, monkeypatch):
+    import os
+
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(3)), raising=False)
+    assert OnnxEncoderSession(graph, TOKEN_EMBEDDING_OUTPUTS).workers == 3
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(64)), raising=False)
+    assert OnnxEncoderSession(graph, TOKEN_EMBEDDING_OUTPUTS).workers == 8  # capped
+    assert OnnxEncoderSession(graph, TOKEN_EMBEDDING_OUTPUTS, threads=5).workers == 5
