@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -76,10 +79,33 @@ def test_exception_in_a_batch_is_raised_to_the_caller(graph):
 
 
 def test_default_workers_follow_the_cpus(graph, monkeypatch):
-    import os
-
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(3)), raising=False)
     assert OnnxEncoderSession(graph, TOKEN_EMBEDDING_OUTPUTS).workers == 3
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(64)), raising=False)
     assert OnnxEncoderSession(graph, TOKEN_EMBEDDING_OUTPUTS).workers == 8  # capped
     assert OnnxEncoderSession(graph, TOKEN_EMBEDDING_OUTPUTS, threads=5).workers == 5
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_forked_child_gets_its_own_worker_pool(graph):
+    """A child forked after the pool exists inherits the pool object but not its threads: it must make
+    its own instead of waiting forever."""
+    session = OnnxEncoderSession(graph, TOKEN_EMBEDDING_OUTPUTS, threads=2)
+    batches = token_batches(4)
+    expected = session.map_batches(forward, batches)
+    pid = os.fork()
+    if pid == 0:  # child: exit status 0 = same results
+        try:
+            got = session.map_batches(forward, batches)
+            same = all(np.allclose(g, e, atol=1e-5) for g, e in zip(got, expected, strict=True))
+            os._exit(0 if same else 1)
+        except BaseException:
+            os._exit(2)
+    deadline = time.monotonic() + 120
+    while (waited := os.waitpid(pid, os.WNOHANG))[0] == 0:
+        if time.monotonic() > deadline:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            pytest.fail("the forked child hung in map_batches")
+        time.sleep(0.05)
+    assert os.waitstatus_to_exitcode(waited[1]) == 0

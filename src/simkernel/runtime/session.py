@@ -124,6 +124,7 @@ class OnnxEncoderSession:
         self.workers = (threads or min(cpus, MAX_DEFAULT_WORKERS)) if self.providers == CPU_ONLY else 1
         self._twin = None
         self._pool: ThreadPoolExecutor | None = None
+        self._pool_pid = 0  # the process that made the pool
         self._twin_lock = threading.Lock()
 
     def _load(self, intra_op_threads: int, providers: list[str]):
@@ -180,9 +181,12 @@ class OnnxEncoderSession:
         """
         if len(batches) < 2 or self.workers < 2:
             return [job(self.run, batch) for batch in batches]
-        if self._pool is None:
+        if self._pool is None or self._pool_pid != os.getpid():
             with self._twin_lock:
-                if self._pool is None:
+                if self._twin is None:
                     self._twin = self._load(1, list(CPU_ONLY))
+                # a forked child inherits the pool object but not its threads: it would wait forever
+                if self._pool is None or self._pool_pid != os.getpid():
                     self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="simkernel-batch")
+                    self._pool_pid = os.getpid()
         return list(self._pool.map(lambda batch: job(self._run_on_twin, batch), batches))
