@@ -10,6 +10,10 @@ timed round-robin (one pass over the feeds each, in turn, ``--rounds`` times; th
 so a change of the machine's speed hits all alike; outputs are compared with the first graph's.
 ``--profile`` prints onnxruntime's per-operator kernel times of one forward pass (32 x 8 tokens);
 ``--loads N`` times N session creations per graph and the first load in a fresh process.
+``--single`` times one 6-token text per run (p50 of 300) on ``--threads`` and on 1 intra-op thread, next to
+the time this machine takes just to read the graph's dense-layer weights from memory once (``numpy.max``
+over an array of the same size, split over ``--threads`` threads): the floor of a single-text forward pass
+whose weights do not fit the cache.
 Sessions are created at the ``basic`` level, as simkernel loads its pre-optimised bundles.
 """
 
@@ -22,6 +26,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -125,6 +130,52 @@ def load_times(paths: list[str], threads: int, loads: int) -> None:
         )
 
 
+def dense_weight_bytes(path: str) -> int:
+    """Bytes of the weight matrices the graph's matrix products read on every forward pass (the
+    embedding tables, of which a pass gathers a few rows, are not counted)."""
+    import onnx
+    from onnx.helper import tensor_dtype_to_np_dtype
+
+    model = onnx.load(path, load_external_data=False)
+    initializers = {i.name: i for i in model.graph.initializer}
+    total = 0
+    for node in model.graph.node:
+        if "MatMul" in node.op_type or node.op_type == "Gemm":
+            weight = initializers.get(node.input[1]) if len(node.input) > 1 else None
+            if weight is not None:
+                total += int(np.prod(weight.dims)) * tensor_dtype_to_np_dtype(weight.data_type).itemsize
+    return total
+
+
+def single_text(paths: list[str], threads: int, runs: int = 300) -> None:
+    (f,) = feeds((6,), batch=1)
+    pool = ThreadPoolExecutor(threads)
+    for path in paths:
+        weights = dense_weight_bytes(path)
+        array = np.ones(weights // 4, dtype=np.float32)
+        parts = np.array_split(array, threads)
+        read = float("inf")
+        for _ in range(30):
+            start = time.perf_counter()
+            list(pool.map(np.max, parts))
+            read = min(read, time.perf_counter() - start)
+        line = [
+            f"{path}: reading its {weights / 2**20:.0f} MB once takes {read * 1e3:.2f} ms "
+            f"({weights / read / 1e9:.1f} GB/s)"
+        ]
+        for n in sorted({threads, 1}, reverse=True):
+            sess = session(path, n)
+            for _ in range(20):
+                sess.run(None, f)
+            laps = []
+            for _ in range(runs):
+                start = time.perf_counter()
+                sess.run(None, f)
+                laps.append(time.perf_counter() - start)
+            line.append(f"one text, {n} thread(s): p50 {np.median(laps) * 1e3:.2f} ms")
+        print("; ".join(line))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("graphs", nargs="+")
@@ -133,7 +184,11 @@ def main() -> None:
     parser.add_argument("--long", action="store_true", help="also time 32 x 64/128/200-token batches")
     parser.add_argument("--profile", action="store_true")
     parser.add_argument("--loads", type=int, default=0)
+    parser.add_argument("--single", action="store_true", help="single-text latency vs the weight-read floor")
     args = parser.parse_args()
+    if args.single:
+        single_text(args.graphs, args.threads)
+        return
     round_robin(args.graphs, feeds(SHORT), args.threads, args.rounds)
     if args.long:
         round_robin(args.graphs, feeds(LONG), args.threads, max(2, args.rounds // 4))
