@@ -12,10 +12,10 @@
 - ``map_batches`` runs a call's batches data-parallel on the CPU: ``threads`` worker threads, each running
   whole batches on a single-threaded twin of the session, instead of one batch at a time split over
   ``threads`` intra-op threads. On short texts the per-operator work is too small to split well:
-  measured 1.1-1.35x more sentences/s for all-MiniLM-L6-v2 on the SAS answers (2 cores;
-  benchmarks/README.md, "Data-parallel batches"). The twin is made at the first call with several
-  batches (+54 MB RSS and ~0.2 s for the fp32 default model, +25 MB / ~0.15 s int8), so a call with one
-  batch (and single-text latency) keeps the intra-op session.
+  measured 1.12-1.44x (fp32) and 1.16-1.34x (int8) more sentences/s for all-MiniLM-L6-v2 on the SAS
+  answers (2 cores; benchmarks/README.md, "Data-parallel batches"). The twin is made at the first call
+  with several batches (~0.2 s, and +58 MB RSS for the fp32 default model, +29 MB int8), so a call with
+  one batch (and single-text latency) keeps the intra-op session.
 """
 
 from __future__ import annotations
@@ -35,14 +35,12 @@ _LEVELS = ("disable", "basic", "extended", "all")
 # output names of the token embeddings, best first (simkernel's exporter, then optimum/the hub)
 TOKEN_EMBEDDING_OUTPUTS = ("token_embeddings", "last_hidden_state")
 LOGITS_OUTPUTS = ("logits",)
+CPU_ONLY = ("CPUExecutionProvider",)
 MAX_DEFAULT_WORKERS = 8  # threads=None: one worker per CPU of the process, at most this many
 
 Item = TypeVar("Item")
 Result = TypeVar("Result")
 RunBatch = Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]
-
-
-CPU_ONLY = ("CPUExecutionProvider",)
 
 
 def validate_providers(providers: list[str] | tuple[str, ...] | None) -> list[str]:
