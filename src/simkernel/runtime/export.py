@@ -21,7 +21,7 @@ What :func:`export_model` does, in a temporary folder next to the destination:
    (slower in 2 of 3 runs) and loaded no faster here (benchmarks/README.md, "Export and int8");
 4. int8: the unfused graph after the same offline ``extended`` optimisation, then
    :mod:`simkernel.runtime.quantize` (per-row activations, batch-independent; not re-optimised after,
-   see ``_build_precision``);
+   see :func:`per_row_int8`);
 5. moves each graph's weights into ``<graph>_data`` (ONNX external data, memory-mapped by onnxruntime:
    faster load, less memory; :func:`externalize_weights`), copies the tokenizer and configuration
    files, writes the ``simkernel.json`` manifest;
@@ -201,13 +201,7 @@ def _build_precision(prec, raw, bundle, work, src, config, reference, quantizati
                 return _file_entry(target, prec, info), {**figures, "tolerance": tol}
     else:
         if quantization == DEFAULT_QUANTIZATION:
-            # per-row quantises the graph onnxruntime already optimised in fp32: optimising after
-            # quantisation fuses Add + LayerNormalization into SkipLayerNormalization, which measured
-            # ~10% slower here (benchmarks/README.md, "Export and int8")
-            optimized = work / "fp32_extended.onnx"
-            info = optimize_graph(raw, optimized, config, fuse=False)
-            kept = matching_dense_layers(optimized, keep_fp32)
-            qinfo = quantize_model(optimized, target, method=quantization, exclude_nodes=kept)
+            info, qinfo = per_row_int8(raw, target, work, config, keep_fp32)
         else:  # onnxruntime's quantisers need the plain graph (their shape inference rejects contrib ops)
             quantized = work / "int8.onnx"
             kept = matching_dense_layers(raw, keep_fp32)
@@ -218,14 +212,14 @@ def _build_precision(prec, raw, bundle, work, src, config, reference, quantizati
                 calibration_feeds=calibration_feeds(src) if quantization == "static" else None,
                 exclude_nodes=kept,
             )
+            if kept:
+                qinfo["kept_fp32"] = kept
             info = optimize_graph(quantized, target, config, fuse=False)
         info.update(externalize_weights(target))
         _provisional_manifest(bundle, target.name, info)
         figures = reference.compare(bundle, prec)
         attempts.append((quantization, figures))
         if _passes(figures, tol):
-            if kept:
-                qinfo["kept_fp32"] = kept
             return _file_entry(target, prec, {**info, "quantization": qinfo}), {**figures, "tolerance": tol}
     target.unlink(missing_ok=True)
     detail = "; ".join(f"{label}: {json.dumps(_rounded(f))}" for label, f in attempts)
@@ -415,6 +409,26 @@ def optimize_graph(src: Path, dst: Path, config, fuse: bool = True) -> dict:
     info["graph_optimization"] = "extended"
     info["optimized_for"] = "CPUExecutionProvider"
     return info
+
+
+def per_row_int8(
+    fp32_graph: Path, target: Path, work: Path, config, keep_fp32: Iterable[str] = ()
+) -> tuple[dict, dict]:
+    """Write simkernel's per-row int8 graph of ``fp32_graph`` to ``target``; returns (the optimisation's
+    manifest facts, the quantisation's, with ``kept_fp32`` when ``keep_fp32`` matched dense layers).
+
+    The one recipe for the export and for hub models: the fp32 graph is optimised offline at onnxruntime's
+    ``extended`` level (into ``work``), then quantised, and not optimised again: optimising after
+    quantisation fuses Add + LayerNormalization into SkipLayerNormalization, which measured ~10% slower
+    here (benchmarks/README.md, "Export and int8"). ``config``: the model's config, or None.
+    """
+    optimized = work / "fp32_extended.onnx"
+    info = optimize_graph(fp32_graph, optimized, config, fuse=False)
+    kept = matching_dense_layers(optimized, keep_fp32)
+    qinfo = quantize_model(optimized, target, method=DEFAULT_QUANTIZATION, exclude_nodes=kept)
+    if kept:
+        qinfo["kept_fp32"] = kept
+    return info, qinfo
 
 
 def matching_dense_layers(path: Path, patterns: Iterable[str]) -> list[str]:

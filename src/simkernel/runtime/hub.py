@@ -287,19 +287,16 @@ def _local_int8(folder: Path) -> dict | None:
     returns its manifest facts, or None (files removed, warning given) when it misses the accuracy check."""
     import tempfile
 
-    from simkernel.runtime.export import externalize_weights, optimize_graph
+    from simkernel.runtime.export import externalize_weights, per_row_int8
     from simkernel.runtime.export_probes import PROBE_TEXTS
-    from simkernel.runtime.quantize import quantize_model
     from simkernel.runtime.text_encoder import TextEncoder
 
     target = folder / "model_int8.onnx"
     for stale in (target, folder / "model_int8.onnx_data"):
         stale.unlink(missing_ok=True)
     with tempfile.TemporaryDirectory(dir=folder.parent) as tmp:
-        optimized = Path(tmp) / "fp32_extended.onnx"
-        info = optimize_graph(folder / "model.onnx", optimized, None, fuse=False)
-        info["quantization"] = quantize_model(optimized, target)
-    info.update(externalize_weights(target))
+        info, quantization = per_row_int8(folder / "model.onnx", target, Path(tmp), None)
+    info.update(externalize_weights(target), quantization=quantization)
     fp32 = TextEncoder(folder, threads=1, cache_size=0).encode(PROBE_TEXTS)
     int8 = TextEncoder(folder, precision="int8", threads=1, cache_size=0).encode(PROBE_TEXTS)
     cosine = (fp32.astype("float64") * int8).sum(axis=1)
