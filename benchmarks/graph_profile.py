@@ -10,6 +10,7 @@ timed round-robin (one pass over the feeds each, in turn, ``--rounds`` times; th
 so a change of the machine's speed hits all alike; outputs are compared with the first graph's.
 ``--profile`` prints onnxruntime's per-operator kernel times of one forward pass (32 x 8 tokens);
 ``--loads N`` times N session creations per graph and the first load in a fresh process.
+``--custom-ops LIBRARY`` registers a custom-operator library in the timed sessions (benchmarks/experiments).
 ``--single`` times one 6-token text per run (p50 of 300) on ``--threads`` and on 1 intra-op thread, next to
 the time this machine takes just to read the graph's dense-layer weights from memory once (``numpy.max``
 over an array of the same size, split over ``--threads`` threads): the floor of a single-text forward pass
@@ -35,14 +36,17 @@ SHORT = (5, 6, 7, 8, 9, 10, 12, 16)
 LONG = (64, 128, 200)
 
 
-def session(path: str, threads: int, profile_prefix: str | None = None):
-    """A session at the ``basic`` level; ``profile_prefix``: turn onnxruntime's profiler on, writing there."""
+def session(path: str, threads: int, profile_prefix: str | None = None, custom_ops: str | None = None):
+    """A session at the ``basic`` level; ``profile_prefix``: turn onnxruntime's profiler on, writing there;
+    ``custom_ops``: a custom-operator library to register (benchmarks/experiments)."""
     import onnxruntime as ort
 
     options = ort.SessionOptions()
     options.intra_op_num_threads = threads
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
     options.log_severity_level = 3
+    if custom_ops:
+        options.register_custom_ops_library(custom_ops)
     if profile_prefix:
         options.enable_profiling = True
         options.profile_file_prefix = profile_prefix
@@ -60,8 +64,8 @@ def feeds(lengths, batch: int = 32, seed: int = 0) -> list[dict[str, np.ndarray]
     return out
 
 
-def round_robin(paths: list[str], batches, threads: int, rounds: int) -> None:
-    sessions = {p: session(p, threads) for p in paths}
+def round_robin(paths: list[str], batches, threads: int, rounds: int, custom_ops: str | None = None) -> None:
+    sessions = {p: session(p, threads, custom_ops=custom_ops) for p in paths}
     reference = [sessions[paths[0]].run(None, f)[0] for f in batches]
     best = dict.fromkeys(paths, float("inf"))
     for _ in range(rounds):
@@ -185,13 +189,14 @@ def main() -> None:
     parser.add_argument("--profile", action="store_true")
     parser.add_argument("--loads", type=int, default=0)
     parser.add_argument("--single", action="store_true", help="single-text latency vs the weight-read floor")
+    parser.add_argument("--custom-ops", metavar="LIBRARY", help="register this custom-operator library first")
     args = parser.parse_args()
     if args.single:
         single_text(args.graphs, args.threads)
         return
-    round_robin(args.graphs, feeds(SHORT), args.threads, args.rounds)
+    round_robin(args.graphs, feeds(SHORT), args.threads, args.rounds, args.custom_ops)
     if args.long:
-        round_robin(args.graphs, feeds(LONG), args.threads, max(2, args.rounds // 4))
+        round_robin(args.graphs, feeds(LONG), args.threads, max(2, args.rounds // 4), args.custom_ops)
     if args.profile:
         for path in args.graphs:
             profile(path, args.threads)
