@@ -33,7 +33,7 @@ bench: models
 	$(BIN)/python -m pytest benchmarks/bench_*.py -p no:cacheprovider --benchmark-columns=min,median,mean,stddev,rounds
 
 lint:
-	$(BIN)/ruff check src tests benchmarks scripts
+	$(BIN)/ruff check src tests benchmarks scripts setup.py
 
 clean:
 	rm -rf build src/simkernel/*.so src/simkernel/_cosine.c

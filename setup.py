@@ -3,7 +3,8 @@
 Environment switches:
   SIMKERNEL_NATIVE=1     add -march=native (non-portable; off by default so wheels run anywhere).
   SIMKERNEL_DEBUG=1      -O0 -g and Cython bounds checks on.
-  SIMKERNEL_SANITIZE=1   build with AddressSanitizer/UBSan (run with LD_PRELOAD=$(gcc -print-file-name=libasan.so)).
+  SIMKERNEL_SANITIZE=1   build with AddressSanitizer/UBSan
+                         (run with LD_PRELOAD=$(gcc -print-file-name=libasan.so)).
 """
 
 import os

@@ -21,6 +21,10 @@ fastembed, which runs only for this default model), ``threads`` intra-op threads
   simkernel's data-parallel twin session included), each engine in a fresh subprocess;
 - accuracy: min cosine of simkernel fp32/int8 vs sentence-transformers over 2,000 sentences including long
   (> 256 tokens), Russian and Chinese ones, and Spearman's correlation with the human labels of all SAS pairs.
+- ``--ceiling``: also, in the same throughput rounds, the forward pass alone on the same texts
+  (benchmarks/ceiling.py: tokenized and padded beforehand, so nothing but onnxruntime is timed) for
+  simkernel's fp32 and int8 graphs and for onnxruntime's own dynamic int8 graph (batch-dependent): the most
+  any onnxruntime-based encoder could reach here.
 
 fastembed runs in its own virtual environment ($FASTEMBED_PYTHON, default /work/venvs/fastembed/bin/python),
 because it pins huggingface-hub < 2; it is pointed at the same local ONNX file through its custom model API.
@@ -185,12 +189,15 @@ _LOAD_SNIPPETS = {
         "from sentence_transformers import SentenceTransformer",
         "m = SentenceTransformer({checkpoint!r}, device='cpu'); f = lambda t: m.encode(t)",
     ),
+    # simkernel imports onnxruntime and tokenizers lazily, at the first model; they are imported here with
+    # the package so that "model load" times the model alone, as it does for sentence-transformers (whose
+    # import brings torch and transformers).
     "simkernel fp32": (
-        "from simkernel.runtime import TextEncoder",
+        "from simkernel.runtime import TextEncoder; import onnxruntime, tokenizers",
         "m = TextEncoder({bundle!r}, threads={threads}); f = m.encode",
     ),
     "simkernel int8": (
-        "from simkernel.runtime import TextEncoder",
+        "from simkernel.runtime import TextEncoder; import onnxruntime, tokenizers",
         "m = TextEncoder({bundle!r}, precision='int8', threads={threads}); f = m.encode",
     ),
 }
@@ -210,7 +217,7 @@ print(json.dumps({{"import_s": t1 - t0, "load_s": t2 - t1, "rss_bytes": rss, "rs
 """
 
 
-def measure_load(name: str, threads: int, bundle: Path, checkpoint: str, repeats: int = 2) -> dict:
+def measure_load(name: str, threads: int, bundle: Path, checkpoint: str, repeats: int = 3) -> dict:
     imports, load = _LOAD_SNIPPETS[name]
     values = {"bundle": str(bundle), "threads": threads, "checkpoint": checkpoint}
     code = _LOAD_TEMPLATE.format(imports=imports.format(**values), load=load.format(**values))
@@ -301,7 +308,32 @@ def sas_spearman(encode) -> float:
     return float(spearmanr(cosine_rows(a, b), [p[2] for p in pairs]).statistic)
 
 
-def report(n: int, threads: int, rounds: int, model_id: str = MODEL_ID, checkpoint: str | None = None) -> str:
+CEILING_FP32 = "onnxruntime forward pass only, fp32 graph (ceiling)"
+CEILING_INT8 = "onnxruntime forward pass only, per-row int8 graph (ceiling)"
+CEILING_DYNAMIC = "onnxruntime forward pass only, onnxruntime's dynamic int8 graph (batch-dependent)"
+
+
+def ceiling_engines(bundle: Path, texts: list[str], threads: int) -> dict:
+    """The forward-pass-only engines of benchmarks/ceiling.py for the same bundle and texts."""
+    from ceiling import dynamic_int8_graph, forward_only_engine
+
+    folder = Path(tempfile.gettempdir()) / "simkernel-ceiling" / bundle.name
+    dynamic = dynamic_int8_graph(bundle, folder)
+    return {
+        CEILING_FP32: forward_only_engine(bundle, "model.onnx", texts, threads),
+        CEILING_INT8: forward_only_engine(bundle, "model_int8.onnx", texts, threads),
+        CEILING_DYNAMIC: forward_only_engine(folder, dynamic, texts, threads, optimization="all"),
+    }
+
+
+def report(
+    n: int,
+    threads: int,
+    rounds: int,
+    model_id: str = MODEL_ID,
+    checkpoint: str | None = None,
+    ceiling: bool = False,
+) -> str:
     import onnxruntime
     import sentence_transformers
     import torch
@@ -320,7 +352,8 @@ def report(n: int, threads: int, rounds: int, model_id: str = MODEL_ID, checkpoi
 
     tok = TextEncoder(bundle)._tokenizer
     mean_tokens = float(np.mean([len(e.ids) for e in tok.encode(texts)]))
-    throughput = measure_throughputs(engines, texts, rounds)
+    ceilings = ceiling_engines(bundle, texts, threads) if ceiling else {}
+    throughput = measure_throughputs({**engines, **ceilings}, texts, rounds)
     p50 = measure_latency_p50(engines, texts[:200])
     rows = {}
     for name in engines:
@@ -360,8 +393,10 @@ def report(n: int, threads: int, rounds: int, model_id: str = MODEL_ID, checkpoi
             f"{r['import_s']:.2f} "
             f"| {r['load_s']:.3f} | {r['rss_bytes'] / 2**20:.0f} | {r['rss_busy_bytes'] / 2**20:.0f} "
             f"| {r.get('min_cos', 1.0):.7f} "
-            f"| {spearman.get(name, float('nan')):.4f} |"
+            + (f"| {spearman[name]:.4f} |" if name in spearman else "| not computed |")
         )
+    for name in ceilings:
+        lines.append(f"| {name} | {throughput[name]:.0f} | {throughput[name] / st:.2f}x | | | | | | | |")
     if "fastembed" in rows:
         fe_tp = rows["fastembed"]["throughput"]
         lines.append("")
@@ -417,10 +452,15 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--model", default=MODEL_ID, help="store id of the simkernel bundle")
     parser.add_argument("--checkpoint", help="sentence-transformers checkpoint folder of --model")
+    parser.add_argument(
+        "--ceiling",
+        action="store_true",
+        help="also time the forward pass alone (benchmarks/ceiling.py) in the same throughput rounds",
+    )
     args = parser.parse_args()
     if args.model != MODEL_ID and not args.checkpoint:
         parser.error("--model needs --checkpoint (the sentence-transformers folder of the same model)")
-    print(report(args.texts, args.threads, args.rounds, args.model, args.checkpoint))
+    print(report(args.texts, args.threads, args.rounds, args.model, args.checkpoint, args.ceiling))
 
 
 if __name__ == "__main__":

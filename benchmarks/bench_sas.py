@@ -10,6 +10,8 @@ Groups (compare within a group; the machine is shared, so only ratios within one
   ../shared/data/sas in file order (ground truth = answer1, prediction = answer2); simkernel in fp32 and int8.
   simkernel's embedding cache is cleared before every round, so every round embeds every text again (the
   duplicates WITHIN one call are still embedded once: that is part of simkernel's method).
+- ``ceiling: onnxruntime forward only`` (in group ``sas 5025 pairs``): the forward passes of the distinct
+  texts alone, prepared beforehand (benchmarks/ceiling.py): the bound of any onnxruntime-based evaluator.
 - ``fresh process``: a new interpreter that imports the evaluator, warms it up and scores one pair
   (what a CLI run or a CI job pays), timed around ``subprocess.run``.
 
@@ -95,6 +97,28 @@ def test_simkernel(benchmark, simkernel_evaluator, size):
         return (ground_truths, predictions), {}
 
     benchmark.pedantic(simkernel_evaluator.run, setup=setup, rounds=max(SIZES[size], 3), warmup_rounds=1)
+
+
+@pytest.mark.parametrize("graph", ["fp32", "int8", "dynamic int8"])
+def test_forward_only_ceiling(benchmark, graph):
+    """The forward passes of the 5,025 pairs' distinct texts alone (benchmarks/ceiling.py): the most any
+    onnxruntime-based evaluator could reach on this machine with that graph. "dynamic int8" is
+    onnxruntime's own dynamic quantisation (batch-dependent, so not shippable): its fastest int8 graph."""
+    import tempfile
+
+    from ceiling import dynamic_int8_graph, forward_only_engine
+    from simkernel.runtime import store
+
+    bundle = store.model_dir(MODEL)
+    texts = PAIRS[0] + PAIRS[1]
+    if graph == "dynamic int8":
+        folder = Path(tempfile.gettempdir()) / "simkernel-ceiling" / bundle.name
+        engine = forward_only_engine(folder, dynamic_int8_graph(bundle, folder), texts, 2, optimization="all")
+    else:
+        engine = forward_only_engine(bundle, "model.onnx" if graph == "fp32" else "model_int8.onnx", texts, 2)
+    benchmark.group = "sas 5025 pairs"
+    benchmark.name = f"ceiling: onnxruntime forward only, {graph} (5025)"
+    benchmark.pedantic(engine, args=(texts,), rounds=3, warmup_rounds=1)
 
 
 HAYSTACK_FRESH = """
