@@ -21,6 +21,8 @@ fastembed, which runs only for this default model), ``threads`` intra-op threads
   simkernel's data-parallel twin session included), each engine in a fresh subprocess;
 - accuracy: min cosine of simkernel fp32/int8 vs sentence-transformers over 2,000 sentences including long
   (> 256 tokens), Russian and Chinese ones, and Spearman's correlation with the human labels of all SAS pairs.
+- ``--by-length`` (instead of the above): sentence-transformers vs simkernel per token-length bucket of the
+  6,532 distinct texts of the labelled SAS pairs, where the lead shrinks as texts grow;
 - ``--ceiling``: also, in the same throughput rounds, the forward pass alone on the same texts
   (benchmarks/ceiling.py: tokenized and padded beforehand, so nothing but onnxruntime is timed) for
   simkernel's fp32 and int8 graphs and for onnxruntime's own dynamic int8 graph (batch-dependent): the most
@@ -445,6 +447,47 @@ if pytest is not None:
         benchmark.pedantic(encode, args=([bench_texts[7]],), rounds=200, iterations=1)
 
 
+def by_length_report(threads: int, rounds: int) -> str:
+    """Throughput per token-length bucket on the distinct texts of the labelled SAS pairs (6,532 texts, the
+    workload of bench_sas.py): sentence-transformers vs simkernel fp32 / int8, best of ``rounds``, engines
+    taking turns. Shows where simkernel's lead shrinks: long texts are compute-bound for every engine."""
+    from simkernel.runtime import TextEncoder
+
+    texts = list(dict.fromkeys([t for pair in sas_pairs() for t in pair[:2]]))
+    tokenizer = TextEncoder(default_bundle(), cache_size=0)._tokenizer
+    lengths = np.array([len(e.ids) for e in tokenizer.encode(texts)])
+    engines = {
+        "sentence-transformers": st_encoder(threads),
+        "simkernel fp32": simkernel_encoder(threads, "fp32"),
+        "simkernel int8": simkernel_encoder(threads, "int8"),
+    }
+    for encode in engines.values():
+        encode(texts[:64])
+    lines = [
+        f"{len(texts)} distinct SAS texts, {threads} threads, batch 32, best of {rounds} rounds (seconds)",
+        "",
+        "| tokens (incl. [CLS]/[SEP]) | texts | sentence-transformers | simkernel fp32 | vs ST | "
+        "simkernel int8 | vs ST |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for low, high in ((0, 8), (8, 16), (16, 32), (32, 64), (64, 128), (128, 512)):
+        bucket = [t for t, n in zip(texts, lengths, strict=True) if low < n <= high]
+        if not bucket:
+            continue
+        best = dict.fromkeys(engines, float("inf"))
+        for _ in range(rounds):
+            for name, encode in engines.items():
+                start = time.perf_counter()
+                encode(bucket)
+                best[name] = min(best[name], time.perf_counter() - start)
+        st, fp32, int8 = (best[name] for name in engines)
+        lines.append(
+            f"| {low + 1}-{high} | {len(bucket)} | {st:.3f} | {fp32:.3f} | {st / fp32:.2f}x | {int8:.3f} "
+            f"| {st / int8:.2f}x |"
+        )
+    return "\n".join(lines)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--texts", type=int, default=2000)
@@ -457,7 +500,15 @@ def main() -> None:
         action="store_true",
         help="also time the forward pass alone (benchmarks/ceiling.py) in the same throughput rounds",
     )
+    parser.add_argument(
+        "--by-length",
+        action="store_true",
+        help="only: throughput per token-length bucket of the SAS texts (default model)",
+    )
     args = parser.parse_args()
+    if args.by_length:
+        print(by_length_report(args.threads, min(args.rounds, 3)))
+        return
     if args.model != MODEL_ID and not args.checkpoint:
         parser.error("--model needs --checkpoint (the sentence-transformers folder of the same model)")
     print(report(args.texts, args.threads, args.rounds, args.model, args.checkpoint, args.ceiling))
