@@ -24,6 +24,17 @@ from pathlib import Path
 import numpy as np
 
 
+def session_feed(batch, names: set[str]) -> dict[str, np.ndarray]:
+    """onnxruntime's input dict of a padded ``simkernel.runtime.tokenizer.Batch``, restricted to the
+    graph's input ``names`` (not every model takes ``token_type_ids``)."""
+    feed = {
+        "input_ids": batch.input_ids,
+        "attention_mask": batch.attention_mask,
+        "token_type_ids": batch.token_type_ids,
+    }
+    return {k: v for k, v in feed.items() if k in names}
+
+
 def forward_only_engine(
     bundle: Path, graph: str, texts: Sequence[str], threads: int, optimization: str = "basic"
 ) -> Callable:
@@ -33,7 +44,6 @@ def forward_only_engine(
 
     The batches of ``texts`` are prepared (tokenization, length-sorted batches of 32, padding) here, once;
     another list is prepared when first given (a warm-up call), which that call's time then includes.
-    ``run.tokens``: the number of real (unpadded) tokens in the prepared batches of ``texts``.
     """
     import onnxruntime as ort
 
@@ -56,13 +66,7 @@ def forward_only_engine(
         encodings = tokenizer.encode(list(dict.fromkeys(items)))
         feeds = []
         for rows in length_sorted_batches(encodings, 32):
-            batch = tokenizer.pad_batch([encodings[i] for i in rows])
-            feed = {
-                "input_ids": batch.input_ids,
-                "attention_mask": batch.attention_mask,
-                "token_type_ids": batch.token_type_ids,
-            }
-            feeds.append({k: v for k, v in feed.items() if k in names})
+            feeds.append(session_feed(tokenizer.pad_batch([encodings[i] for i in rows]), names))
         return feeds
 
     prepared = {id(texts): prepare(texts)}
@@ -74,7 +78,6 @@ def forward_only_engine(
             feeds = prepare(items)
         list(pool.map(lambda feed: session.run(None, feed), feeds))
 
-    run.tokens = int(sum(int(f["attention_mask"].sum()) for f in prepared[id(texts)]))  # type: ignore[attr-defined]
     run.keep = texts  # type: ignore[attr-defined]  # keeps id(texts) from being reused
     return run
 
@@ -118,13 +121,7 @@ def batch_dependence(folder: Path, graph: str) -> float:
     encodings = tokenizer.encode(["Paris", "The capital of France is a city on the Seine, " * 4])
 
     def forward(rows):
-        batch = tokenizer.pad_batch([encodings[i] for i in rows])
-        feed = {
-            "input_ids": batch.input_ids,
-            "attention_mask": batch.attention_mask,
-            "token_type_ids": batch.token_type_ids,
-        }
-        return session.run(None, {k: v for k, v in feed.items() if k in names})[0]
+        return session.run(None, session_feed(tokenizer.pad_batch([encodings[i] for i in rows]), names))[0]
 
     alone = forward([0])[0]
     together = forward([0, 1])[0, : alone.shape[0]]
