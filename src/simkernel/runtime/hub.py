@@ -100,8 +100,8 @@ def _explain(repo: str, revision: str, settings: dict, exc: Exception) -> ModelE
             "HF_HUB_OFFLINE=1 and the files are not in the HF cache"
             if settings["offline"]
             else "the hub could not be reached and the files are not in the HF cache (no network? set "
-            "HF_ENDPOINT "
-            "for a mirror)"
+            "HF_ENDPOINT to a mirror, or HF_HUB_OFFLINE=1 to skip the download and its retries; a local "
+            "checkpoint can be exported with `simkernel models export SRC DST`)"
         )
     elif isinstance(exc, HfHubHTTPError):
         hint = f"the hub answered an error ({exc})"
