@@ -292,7 +292,8 @@ def _local_int8(folder: Path) -> dict | None:
     from simkernel.runtime.text_encoder import TextEncoder
 
     target = folder / "model_int8.onnx"
-    for stale in (target, folder / "model_int8.onnx_data"):
+    written = (target, folder / "model_int8.onnx_data")
+    for stale in written:
         stale.unlink(missing_ok=True)
     with tempfile.TemporaryDirectory(dir=folder.parent) as tmp:
         info, quantization = per_row_int8(folder / "model.onnx", target, Path(tmp), None)
@@ -302,8 +303,8 @@ def _local_int8(folder: Path) -> dict | None:
     cosine = (fp32.astype("float64") * int8).sum(axis=1)
     check = {"min_cosine_vs_fp32": float(cosine.min()), "probe_texts": len(PROBE_TEXTS)}
     if not cosine.min() >= LOCAL_INT8_MIN_COSINE:
-        target.unlink(missing_ok=True)
-        (folder / "model_int8.onnx_data").unlink(missing_ok=True)
+        for path in written:
+            path.unlink(missing_ok=True)
         _warn_batch_dependent(
             f"simkernel's per-row int8 misses its check against fp32 (min cosine {cosine.min():.4f} < "
             f"{LOCAL_INT8_MIN_COSINE})"
