@@ -63,8 +63,8 @@ def sas_pairs() -> list[tuple[str, str, float]]:
     return pairs
 
 
-def throughput_texts(n: int) -> list[str]:
-    """The first n distinct answers of the SAS data (short, answer-like)."""
+def throughput_texts(n: int | None = None) -> list[str]:
+    """The first n (None: all) distinct answers of the labelled SAS pairs (short, answer-like)."""
     seen: dict[str, None] = {}
     for a, b, _ in sas_pairs():
         seen.setdefault(a, None)
@@ -154,17 +154,32 @@ def simkernel_encoder(threads: int, precision: str, bundle: Path | None = None):
     return lambda texts, batch_size=32: enc.encode(texts, batch_size=batch_size)
 
 
-def measure_throughputs(engines: dict, texts: list[str], rounds: int) -> dict[str, float]:
-    """Sentences/s of each engine, median of ``rounds``; the engines take turns inside every round, so a
-    change of the (shared, drifting) machine's speed hits them alike."""
-    for encode in engines.values():
-        encode(texts[:64])  # warm-up (simkernel: also makes its data-parallel twin session)
+def in_process_engines(threads: int, bundle: Path | None = None, checkpoint: str | None = None) -> dict:
+    """sentence-transformers and simkernel fp32 / int8 (cache off), each an ``encode(texts, batch_size)``."""
+    return {
+        "sentence-transformers": st_encoder(threads, checkpoint),
+        "simkernel fp32": simkernel_encoder(threads, "fp32", bundle),
+        "simkernel int8": simkernel_encoder(threads, "int8", bundle),
+    }
+
+
+def round_robin_seconds(engines: dict, texts: list[str], rounds: int) -> dict[str, list[float]]:
+    """Seconds of ``encode(texts)`` per engine and round; the engines take turns inside every round, so a
+    change of the (shared, drifting) machine's speed hits them alike. No warm-up: the caller's."""
     times: dict[str, list[float]] = {name: [] for name in engines}
     for _ in range(rounds):
         for name, encode in engines.items():
             start = time.perf_counter()
             encode(texts, batch_size=32)
             times[name].append(time.perf_counter() - start)
+    return times
+
+
+def measure_throughputs(engines: dict, texts: list[str], rounds: int) -> dict[str, float]:
+    """Sentences/s of each engine, median of ``rounds`` taken round-robin (:func:`round_robin_seconds`)."""
+    for encode in engines.values():
+        encode(texts[:64])  # warm-up (simkernel: also makes its data-parallel twin session)
+    times = round_robin_seconds(engines, texts, rounds)
     return {name: len(texts) / statistics.median(t) for name, t in times.items()}
 
 
@@ -310,22 +325,18 @@ def sas_spearman(encode) -> float:
     return float(spearmanr(cosine_rows(a, b), [p[2] for p in pairs]).statistic)
 
 
-CEILING_FP32 = "onnxruntime forward pass only, fp32 graph (ceiling)"
-CEILING_INT8 = "onnxruntime forward pass only, per-row int8 graph (ceiling)"
-CEILING_DYNAMIC = "onnxruntime forward pass only, onnxruntime's dynamic int8 graph (batch-dependent)"
+CEILINGS = {  # row name -> graph of benchmarks/ceiling.py
+    "onnxruntime forward pass only, fp32 graph (ceiling)": "fp32",
+    "onnxruntime forward pass only, per-row int8 graph (ceiling)": "int8",
+    "onnxruntime forward pass only, onnxruntime's dynamic int8 graph (batch-dependent)": "dynamic int8",
+}
 
 
 def ceiling_engines(bundle: Path, texts: list[str], threads: int) -> dict:
     """The forward-pass-only engines of benchmarks/ceiling.py for the same bundle and texts."""
-    from ceiling import dynamic_int8_graph, forward_only_engine
+    from ceiling import forward_only
 
-    folder = Path(tempfile.gettempdir()) / "simkernel-ceiling" / bundle.name
-    dynamic = dynamic_int8_graph(bundle, folder)
-    return {
-        CEILING_FP32: forward_only_engine(bundle, "model.onnx", texts, threads),
-        CEILING_INT8: forward_only_engine(bundle, "model_int8.onnx", texts, threads),
-        CEILING_DYNAMIC: forward_only_engine(folder, dynamic, texts, threads, optimization="all"),
-    }
+    return {name: forward_only(bundle, graph, texts, threads) for name, graph in CEILINGS.items()}
 
 
 def report(
@@ -345,11 +356,7 @@ def report(
     texts = throughput_texts(n)
     accuracy = accuracy_texts(2000)
     mean_tokens = None
-    engines = {
-        "sentence-transformers": st_encoder(threads, checkpoint),
-        "simkernel fp32": simkernel_encoder(threads, "fp32", bundle),
-        "simkernel int8": simkernel_encoder(threads, "int8", bundle),
-    }
+    engines = in_process_engines(threads, bundle, checkpoint)
     from simkernel.runtime import TextEncoder
 
     tok = TextEncoder(bundle)._tokenizer
@@ -453,14 +460,10 @@ def by_length_report(threads: int, rounds: int) -> str:
     taking turns. Shows where simkernel's lead shrinks: long texts are compute-bound for every engine."""
     from simkernel.runtime import TextEncoder
 
-    texts = list(dict.fromkeys([t for pair in sas_pairs() for t in pair[:2]]))
+    texts = throughput_texts()
     tokenizer = TextEncoder(default_bundle(), cache_size=0)._tokenizer
     lengths = np.array([len(e.ids) for e in tokenizer.encode(texts)])
-    engines = {
-        "sentence-transformers": st_encoder(threads),
-        "simkernel fp32": simkernel_encoder(threads, "fp32"),
-        "simkernel int8": simkernel_encoder(threads, "int8"),
-    }
+    engines = in_process_engines(threads)
     for encode in engines.values():
         encode(texts[:64])
     lines = [
@@ -474,13 +477,7 @@ def by_length_report(threads: int, rounds: int) -> str:
         bucket = [t for t, n in zip(texts, lengths, strict=True) if low < n <= high]
         if not bucket:
             continue
-        best = dict.fromkeys(engines, float("inf"))
-        for _ in range(rounds):
-            for name, encode in engines.items():
-                start = time.perf_counter()
-                encode(bucket)
-                best[name] = min(best[name], time.perf_counter() - start)
-        st, fp32, int8 = (best[name] for name in engines)
+        st, fp32, int8 = (min(t) for t in round_robin_seconds(engines, bucket, rounds).values())
         lines.append(
             f"| {low + 1}-{high} | {len(bucket)} | {st:.3f} | {fp32:.3f} | {st / fp32:.2f}x | {int8:.3f} "
             f"| {st / int8:.2f}x |"

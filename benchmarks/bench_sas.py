@@ -28,6 +28,8 @@ from pathlib import Path
 
 import pytest
 
+from ceiling import GRAPHS, forward_only
+
 REPO = Path(__file__).resolve().parents[1]
 SAS_DIR = REPO.parent / "shared" / "data" / "sas"
 MODEL = "sentence-transformers/all-MiniLM-L6-v2"
@@ -99,23 +101,15 @@ def test_simkernel(benchmark, simkernel_evaluator, size):
     benchmark.pedantic(simkernel_evaluator.run, setup=setup, rounds=max(SIZES[size], 3), warmup_rounds=1)
 
 
-@pytest.mark.parametrize("graph", ["fp32", "int8", "dynamic int8"])
+@pytest.mark.parametrize("graph", GRAPHS)
 def test_forward_only_ceiling(benchmark, graph):
     """The forward passes of the 5,025 pairs' distinct texts alone (benchmarks/ceiling.py): the most any
     onnxruntime-based evaluator could reach on this machine with that graph. "dynamic int8" is
     onnxruntime's own dynamic quantisation (batch-dependent, so not shippable): its fastest int8 graph."""
-    import tempfile
-
-    from ceiling import dynamic_int8_graph, forward_only_engine
     from simkernel.runtime import store
 
-    bundle = store.model_dir(MODEL)
     texts = PAIRS[0] + PAIRS[1]
-    if graph == "dynamic int8":
-        folder = Path(tempfile.gettempdir()) / "simkernel-ceiling" / bundle.name
-        engine = forward_only_engine(folder, dynamic_int8_graph(bundle, folder), texts, 2, optimization="all")
-    else:
-        engine = forward_only_engine(bundle, "model.onnx" if graph == "fp32" else "model_int8.onnx", texts, 2)
+    engine = forward_only(store.model_dir(MODEL), graph, texts, 2)
     benchmark.group = "sas 5025 pairs"
     benchmark.name = f"ceiling: onnxruntime forward only, {graph} (5025)"
     benchmark.pedantic(engine, args=(texts,), rounds=3, warmup_rounds=1)

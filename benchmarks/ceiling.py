@@ -5,34 +5,40 @@ the ceiling engine here keeps only the forward pass. Texts are tokenized (simker
 by length into batches of 32 and padded once, outside the timed region; the timed call only runs those
 prepared batches, data-parallel, one whole batch per worker thread on one single-threaded onnxruntime
 session (simkernel's own scheme for multi-batch calls, which measured fastest on this machine;
-benchmarks/README.md, "Data-parallel batches"). No tokenization, pooling, normalisation, caching or
-Python bookkeeping is timed, so no engine running the same graph through onnxruntime can be faster than
+benchmarks/README.md, "Data-parallel batches"), through simkernel's ``OnnxEncoderSession.run``. No
+tokenization, padding, pooling, normalisation or caching is timed (beyond onnxruntime's run, only the
+feed dict of each batch), so no engine running the same graph through onnxruntime can be faster than
 this one; where even this engine misses a speed target, the target is out of reach for onnxruntime on
-that machine. ``dynamic_int8_graph`` makes onnxruntime's own dynamic int8 graph (per-tensor activation
-scale), its fastest int8 recipe here, which simkernel cannot ship (a text's embedding then depends on its
-batch-mates), as the int8 ceiling next to simkernel's per-row graph.
+that machine. :data:`GRAPHS` names the graphs timed: simkernel's fp32 and per-row int8, and
+onnxruntime's own dynamic int8 graph (per-tensor activation scale, made by :func:`dynamic_int8_graph`),
+its fastest int8 recipe here, which simkernel cannot ship (a text's embedding then depends on its
+batch-mates).
 
 Used by bench_encoder.py (``--ceiling``) and bench_sas.py (group ``sas 5025 pairs``).
 """
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
 
+# the graphs a ceiling is timed for: simkernel's two, and onnxruntime's dynamic int8 (batch-dependent)
+GRAPHS = ("fp32", "int8", "dynamic int8")
 
-def session_feed(batch, names: set[str]) -> dict[str, np.ndarray]:
-    """onnxruntime's input dict of a padded ``simkernel.runtime.tokenizer.Batch``, restricted to the
-    graph's input ``names`` (not every model takes ``token_type_ids``)."""
-    feed = {
-        "input_ids": batch.input_ids,
-        "attention_mask": batch.attention_mask,
-        "token_type_ids": batch.token_type_ids,
-    }
-    return {k: v for k, v in feed.items() if k in names}
+
+def forward_only(bundle: Path, graph: str, texts: Sequence[str], threads: int) -> Callable:
+    """:func:`forward_only_engine` for one of :data:`GRAPHS` of the store bundle ``bundle`` (the dynamic
+    int8 graph is made once, into a folder of the system's temporary directory)."""
+    if graph == "dynamic int8":
+        folder = Path(tempfile.gettempdir()) / "simkernel-ceiling" / bundle.name
+        return forward_only_engine(folder, dynamic_int8_graph(bundle, folder), texts, threads, "all")
+    return forward_only_engine(
+        bundle, {"fp32": "model.onnx", "int8": "model_int8.onnx"}[graph], texts, threads
+    )
 
 
 def forward_only_engine(
@@ -43,42 +49,30 @@ def forward_only_engine(
     ("basic" for simkernel's pre-optimised graphs, "all" for a graph that still needs its fusions).
 
     The batches of ``texts`` are prepared (tokenization, length-sorted batches of 32, padding) here, once;
-    another list is prepared when first given (a warm-up call), which that call's time then includes.
+    another list is prepared when given (a warm-up call), which that call's time then includes.
     """
-    import onnxruntime as ort
-
     from simkernel.runtime import TextEncoder
+    from simkernel.runtime.session import TOKEN_EMBEDDING_OUTPUTS, OnnxEncoderSession
     from simkernel.runtime.tokenizer import length_sorted_batches
 
     tokenizer = TextEncoder(bundle, cache_size=0)._tokenizer
-    options = ort.SessionOptions()
-    options.intra_op_num_threads = 1
-    options.inter_op_num_threads = 1
-    options.graph_optimization_level = {
-        "basic": ort.GraphOptimizationLevel.ORT_ENABLE_BASIC,
-        "all": ort.GraphOptimizationLevel.ORT_ENABLE_ALL,
-    }[optimization]
-    options.log_severity_level = 3
-    session = ort.InferenceSession(str(bundle / graph), options, providers=["CPUExecutionProvider"])
-    names = {i.name for i in session.get_inputs()}
+    session = OnnxEncoderSession(
+        bundle / graph, TOKEN_EMBEDDING_OUTPUTS, threads=1, optimization=optimization
+    )
 
-    def prepare(items: Sequence[str]) -> list[dict[str, np.ndarray]]:
+    def prepare(items: Sequence[str]) -> list:
         encodings = tokenizer.encode(list(dict.fromkeys(items)))
-        feeds = []
-        for rows in length_sorted_batches(encodings, 32):
-            feeds.append(session_feed(tokenizer.pad_batch([encodings[i] for i in rows]), names))
-        return feeds
+        return [
+            tokenizer.pad_batch([encodings[i] for i in rows]) for rows in length_sorted_batches(encodings, 32)
+        ]
 
-    prepared = {id(texts): prepare(texts)}
+    prepared = prepare(texts)
     pool = ThreadPoolExecutor(threads)
 
     def run(items: Sequence[str], batch_size: int = 32) -> None:
-        feeds = prepared.get(id(items))
-        if feeds is None:
-            feeds = prepare(items)
-        list(pool.map(lambda feed: session.run(None, feed), feeds))
+        batches = prepared if items is texts else prepare(items)
+        list(pool.map(lambda b: session.run(b.input_ids, b.attention_mask, b.token_type_ids), batches))
 
-    run.keep = texts  # type: ignore[attr-defined]  # keeps id(texts) from being reused
     return run
 
 
@@ -86,8 +80,7 @@ def dynamic_int8_graph(bundle: Path, folder: Path) -> str:
     """Write onnxruntime's dynamic int8 quantisation of ``bundle/model.onnx`` (per-tensor activation
     scale computed over the whole batch, weights per tensor; ``quantize_dynamic``'s defaults) into
     ``folder``, with the bundle's files linked beside it (so ``folder`` is a bundle too); returns its file
-    name. Batch-dependent,
-    hence not shippable by simkernel: a ceiling only."""
+    name. Batch-dependent, hence not shippable by simkernel: a ceiling only."""
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
     folder.mkdir(parents=True, exist_ok=True)
@@ -111,17 +104,16 @@ def dynamic_int8_graph(bundle: Path, folder: Path) -> str:
 def batch_dependence(folder: Path, graph: str) -> float:
     """Largest |difference| of one text's token embeddings alone vs in a batch with a longer text under
     the graph ``folder/graph`` (0 for simkernel's graphs; not 0 for onnxruntime's dynamic int8 graph)."""
-    import onnxruntime as ort
-
     from simkernel.runtime import TextEncoder
+    from simkernel.runtime.session import TOKEN_EMBEDDING_OUTPUTS, OnnxEncoderSession
 
     tokenizer = TextEncoder(folder, cache_size=0)._tokenizer
-    session = ort.InferenceSession(str(folder / graph), providers=["CPUExecutionProvider"])
-    names = {i.name for i in session.get_inputs()}
+    session = OnnxEncoderSession(folder / graph, TOKEN_EMBEDDING_OUTPUTS)
     encodings = tokenizer.encode(["Paris", "The capital of France is a city on the Seine, " * 4])
 
     def forward(rows):
-        return session.run(None, session_feed(tokenizer.pad_batch([encodings[i] for i in rows]), names))[0]
+        batch = tokenizer.pad_batch([encodings[i] for i in rows])
+        return session.run(batch.input_ids, batch.attention_mask, batch.token_type_ids)
 
     alone = forward([0])[0]
     together = forward([0, 1])[0, : alone.shape[0]]

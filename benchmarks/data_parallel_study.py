@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_encoder import default_bundle, throughput_texts  # noqa: E402
+from bench_encoder import default_bundle, round_robin_seconds, throughput_texts  # noqa: E402
 from graph_profile import feeds, session  # noqa: E402
 
 
@@ -37,12 +37,8 @@ def encoder_level(threads: int, rounds: int) -> None:
         intra_op._session.workers = 1  # one batch at a time, every operator split over the threads
         parallel = TextEncoder(precision=precision, threads=threads, cache_size=0)
         diff = float(np.abs(intra_op.encode(texts) - parallel.encode(texts)).max())
-        best = {"intra-op": float("inf"), "data-parallel": float("inf")}
-        for _ in range(rounds):
-            for name, encoder in (("intra-op", intra_op), ("data-parallel", parallel)):
-                start = time.perf_counter()
-                encoder.encode(texts)
-                best[name] = min(best[name], time.perf_counter() - start)
+        engines = {"intra-op": intra_op.encode, "data-parallel": parallel.encode}
+        best = {name: min(t) for name, t in round_robin_seconds(engines, texts, rounds).items()}
         print(
             f"{precision}: intra-op {len(texts) / best['intra-op']:.0f}/s, data-parallel "
             f"{len(texts) / best['data-parallel']:.0f}/s, "
