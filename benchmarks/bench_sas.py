@@ -7,7 +7,7 @@ store (``simkernel models prepare``). Both run on the CPU with their default thr
 Groups (compare within a group; the machine is shared, so only ratios within one run mean anything):
 
 - ``sas 1 pair``, ``sas 32 pairs``, ``sas 5025 pairs``: ``run()`` on a warmed-up evaluator, pairs from
-  ../shared/data/sas in file order (ground truth = answer1, prediction = answer2); simkernel in fp32 and int8.
+  tests/data/sas in file order (ground truth = answer1, prediction = answer2); simkernel in fp32 and int8.
   simkernel's embedding cache is cleared before every round, so every round embeds every text again (the
   duplicates WITHIN one call are still embedded once: that is part of simkernel's method).
 - ``ceiling: onnxruntime forward only`` (in group ``sas 5025 pairs``): the forward passes of the distinct
@@ -31,7 +31,7 @@ import pytest
 from ceiling import GRAPHS, forward_only
 
 REPO = Path(__file__).resolve().parents[1]
-SAS_DIR = REPO.parent / "shared" / "data" / "sas"
+SAS_DIR = REPO / "tests" / "data" / "sas"
 MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 SIZES = {1: 50, 32: 20, 5025: 3}  # pairs -> rounds (Haystack; simkernel: at least 3)
 

@@ -11,7 +11,7 @@ quantises it with every method of ``simkernel.runtime.quantize`` and reports, pe
   ``--repeats`` round-robin runs, so load changes hit every variant alike);
 - min and mean cosine vs sentence-transformers (torch fp32) over those texts plus Russian, Chinese,
   empty and over-long probes;
-- Spearman rho of cosine(answer1, answer2) with the human labels of ../shared/data/sas, and its gap to fp32;
+- Spearman rho of cosine(answer1, answer2) with the human labels of tests/data/sas, and its gap to fp32;
 - batch dependence: max |difference| between a text embedded alone and inside a batch of 32 others.
 """
 
@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-SAS_DIR = Path(__file__).resolve().parents[2] / "shared" / "data" / "sas"
+SAS_DIR = Path(__file__).resolve().parents[1] / "tests" / "data" / "sas"
 PROBES = [
     "Привет! Это предложение на русском языке о погоде в Москве.",
     "这是一个关于北京天气的中文句子。",

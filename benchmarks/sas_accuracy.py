@@ -1,9 +1,9 @@
-"""Accuracy of SAS scores vs the human labels of ../shared/data/sas, per dataset (Pearson r / Spearman rho).
+"""Accuracy of SAS scores vs the human labels of tests/data/sas, per dataset (Pearson r / Spearman rho).
 
 Rows: simkernel's SASEvaluator with all-MiniLM-L6-v2 in fp32 and int8 (scored here), the real Haystack
-SASEvaluator on the same checkpoint (tests/data/haystack_sas_all_minilm.json, written by
+SASEvaluator on the same checkpoint (tests/data/fixtures/haystack_sas_all_minilm.json, written by
 scripts/haystack_reference_scores.sh), and the metrics of the SAS paper's own files
-(../shared/data/sas/paper_scores: cross-encoder SAS, bi-encoder, BERTScore trained, F1).
+(benchmarks/data/paper_scores: cross-encoder SAS, bi-encoder, BERTScore trained, F1).
 Rows without a human label (3 in GermanQuAD) are left out. Prints a Markdown table (the one in
 benchmarks/README.md) and, with ``--json PATH``, writes the figures.
 
@@ -22,8 +22,8 @@ import numpy as np
 from scipy import stats
 
 REPO = Path(__file__).resolve().parents[1]
-SAS_DIR = REPO.parent / "shared" / "data" / "sas"
-HAYSTACK_SCORES = REPO / "tests" / "data" / "haystack_sas_all_minilm.json"
+SAS_DIR = REPO / "tests" / "data" / "sas"
+HAYSTACK_SCORES = REPO / "tests" / "data" / "fixtures" / "haystack_sas_all_minilm.json"
 MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 # name, pairs file, paper scores file
 DATASETS = (
@@ -75,7 +75,7 @@ def main() -> int:
     counts = {}
     for name, pairs_file, paper_file in DATASETS:
         pairs = read_csv(SAS_DIR / pairs_file)
-        paper = read_csv(SAS_DIR / "paper_scores" / paper_file)
+        paper = read_csv(REPO / "benchmarks" / "data" / "paper_scores" / paper_file)
         labels = [label_of(p["label"]) for p in pairs]
         counts[name] = int(np.sum(~np.isnan(labels)))
         assert [(p["answer1"], p["answer2"]) for p in pairs] == [(p["answer1"], p["answer2"]) for p in paper]

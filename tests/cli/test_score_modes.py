@@ -215,8 +215,8 @@ def test_exact_mode_is_case_and_whitespace_sensitive(cli, write):
     assert "mean score  0.4000" in result.err
 
 
-def test_rows_without_a_label_are_scored_but_left_out_of_the_correlation(cli, tmp_path, shared_dir, minilm):
-    german = shared_dir / "data" / "sas" / "GermanQuAD_SAS.csv"
+def test_rows_without_a_label_are_scored_but_left_out_of_the_correlation(cli, tmp_path, data_dir, minilm):
+    german = data_dir / "sas" / "GermanQuAD_SAS.csv"
     out, summary_path = tmp_path / "o.csv", tmp_path / "s.json"
     # two rows of the real data have empty answers: refused by default, naming the lines (checked by hand)
     refused = cli("score", german, "--ground-truth", "answer1", "--predicted", "answer2", "-o", out)

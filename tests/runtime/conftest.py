@@ -52,11 +52,11 @@ def encoder(default_bundle):
 
 
 @pytest.fixture(scope="session")
-def sas_texts(shared_dir) -> list[str]:
+def sas_texts(data_dir) -> list[str]:
     """Distinct answers of the SAS data sets (English and German), file order."""
     seen: dict[str, None] = {}
     for name in ("SQuAD_SAS.csv", "NQ-open_SAS.csv", "GermanQuAD_SAS.csv"):
-        with open(shared_dir / "data" / "sas" / name, newline="", encoding="utf-8") as handle:
+        with open(data_dir / "sas" / name, newline="", encoding="utf-8") as handle:
             for row in csv.DictReader(handle):
                 seen.setdefault(row["answer1"], None)
                 seen.setdefault(row["answer2"], None)
