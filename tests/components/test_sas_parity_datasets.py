@@ -1,6 +1,7 @@
 """SASEvaluator vs the real Haystack SASEvaluator on all 5,025 pairs of tests/data/sas (all-MiniLM-L6-v2).
 
-Haystack's side is tests/data/fixtures/haystack_sas_all_minilm.json, written by scripts/haystack_reference_scores.sh
+Haystack's side is tests/data/fixtures/haystack_sas_all_minilm.json, written by
+scripts/haystack_reference_scores.sh
 (the real haystack-ai 3.4.1 in its own virtual environment; ground truth = answer1, prediction = answer2,
 one run() over all pairs). Every individual score must agree within 1e-5.
 """
