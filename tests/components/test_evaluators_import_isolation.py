@@ -37,14 +37,18 @@ def test_importing_and_building_components_imports_nothing_heavy():
         SASEvaluator.from_dict(data)
         em = AnswerExactMatchEvaluator().run(["a"], ["a"])
         empty = evaluator.run([], [])
+        device = SASEvaluator.from_dict(simkernel.SASEvaluator(device="cuda:1").to_dict())._device
+        device = [type(device).__module__, device.to_torch_str(), device.to_hf(), device.to_dict()]
         heavy = sorted({{m.split(".")[0] for m in sys.modules}} & set({HEAVY!r}))
-        print(json.dumps({{"heavy": heavy, "em": em, "empty": empty}}))
+        print(json.dumps({{"heavy": heavy, "em": em, "empty": empty, "device": device}}))
         """
     )
     assert out == {
         "heavy": [],
         "em": {"individual_scores": [1], "score": 1.0},
         "empty": {"score": 0.0, "individual_scores": [0.0]},
+        # without Haystack imported, _device is simkernel's ComponentDevice, with Haystack's methods
+        "device": ["simkernel.components.device", "cuda:1", "cuda:1", {"type": "single", "device": "cuda:1"}],
     }
 
 

@@ -9,6 +9,7 @@ objects alike: anything with ``resolve_value()`` and ``to_dict()``.
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
@@ -115,3 +116,11 @@ class EnvVarSecret(Secret):
                 f"None of the following authentication environment variables are set: {self._env_vars}"
             )
         return None
+
+
+def secret_from_dict(data: dict[str, Any]) -> Any:
+    """A serialised secret rebuilt as Haystack's ``Secret`` when Haystack is imported (what Haystack's own
+    ``from_dict`` gives a component), else as this module's :class:`Secret`; same errors either way."""
+    auth = sys.modules.get("haystack.utils.auth")
+    haystack_secret = getattr(auth, "Secret", None) if auth is not None else None
+    return (haystack_secret or Secret).from_dict(data)

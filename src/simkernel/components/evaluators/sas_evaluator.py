@@ -50,8 +50,8 @@ from typing import Any
 import numpy as np
 
 from simkernel.components._haystack import haystack_component, output_types, registry_key, run_pre_init_hook
-from simkernel.components.device import device_string, device_to_dict, onnx_providers
-from simkernel.components.secret import Secret, SecretLike
+from simkernel.components.device import component_device, device_string, device_to_dict, onnx_providers
+from simkernel.components.secret import Secret, SecretLike, secret_from_dict
 from simkernel.components.serialization import check_type
 
 HAYSTACK_TYPE = "haystack.components.evaluators.sas_evaluator.SASEvaluator"
@@ -111,10 +111,9 @@ class SASEvaluator:
             raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
         if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or threads < 1):
             raise ValueError(f"threads must be None or a positive integer, got {threads!r}")
-        device_string(device)  # validates; raises ValueError naming the value
+        self._device = device  # validated (ValueError naming the value); read back as a ComponentDevice
         self._model = model
         self._batch_size = batch_size
-        self._device = device
         self._token = token
         self._precision = precision
         self._threads = threads
@@ -122,10 +121,22 @@ class SASEvaluator:
         self._is_cross_encoder = False
         self._lock = threading.Lock()
 
+    @property
+    def _device(self) -> Any:
+        """``None`` or a ``ComponentDevice``: Haystack's when Haystack is imported, else simkernel's (same
+        methods: ``to_torch_str()``, ``to_dict()``, ``to_hf()``, ...); :mod:`simkernel.components.device`."""
+        return component_device(self._device_setting)
+
+    @_device.setter
+    def _device(self, device: Any) -> None:
+        device_string(device)  # validates; raises ValueError naming the value
+        self._device_setting = device
+
     def __repr__(self) -> str:
         return (
             f"{type(self).__name__}(model={self._model!r}, batch_size={self._batch_size!r}, "
-            f"device={self._device!r}, precision={self._precision!r}, threads={self._threads!r})"
+            f"device={device_string(self._device_setting)!r}, precision={self._precision!r}, "
+            f"threads={self._threads!r})"
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -138,7 +149,7 @@ class SASEvaluator:
         init_parameters: dict[str, Any] = {
             "model": self._model,
             "batch_size": self._batch_size,
-            "device": device_to_dict(self._device),
+            "device": device_to_dict(self._device_setting),
             "token": self._token.to_dict() if self._token is not None else None,
         }
         if self._precision != "fp32":
@@ -154,10 +165,10 @@ class SASEvaluator:
         init_parameters = dict(data.get("init_parameters", {}))
         token = init_parameters.get("token")
         if isinstance(token, dict) and token.get("type") == "env_var":
-            init_parameters["token"] = Secret.from_dict(token)
+            init_parameters["token"] = secret_from_dict(token)
         device = init_parameters.get("device")
-        if isinstance(device, dict):
-            init_parameters["device"] = device_string(device)
+        if isinstance(device, dict):  # as Haystack: a ComponentDevice (Haystack's when it is imported)
+            init_parameters["device"] = component_device(device)
         run_pre_init_hook(cls, init_parameters)
         return cls(**init_parameters)
 
@@ -172,7 +183,7 @@ class SASEvaluator:
             from simkernel.runtime import model_architectures
             from simkernel.runtime.config import is_cross_encoder_architecture
 
-            providers = onnx_providers(self._device)  # raises first when the device is unusable
+            providers = onnx_providers(self._device_setting)  # raises first when the device is unusable
             token = (self._token.resolve_value() if self._token is not None else None) or None
             is_cross_encoder = is_cross_encoder_architecture(model_architectures(self._model, token=token))
             model = self._load(is_cross_encoder, providers, token)
