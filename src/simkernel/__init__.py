@@ -9,6 +9,7 @@ torch, transformers, sentence_transformers or haystack):
 - ``simkernel.components.evaluators``: Haystack-compatible ``SASEvaluator``, ``AnswerExactMatchEvaluator``.
 - ``simkernel.metrics``: eval_lib-compatible ``ReferenceMatchMetric``, ``SemanticSimilarityMetric``,
   ``EvalTestCase`` and ``evaluate``.
+- ``simkernel.calibration``: ``calibrate`` (a score threshold from human labels) and ``Calibration``.
 """
 
 from __future__ import annotations
@@ -28,21 +29,26 @@ _LAZY = {
     "SemanticSimilarityMetric": "simkernel.metrics.vector_metrics",
     "EvalTestCase": "simkernel.metrics.test_case",
     "evaluate": "simkernel.metrics.evaluation",
+    "calibrate": "simkernel.calibration",
+    "Calibration": "simkernel.calibration",
 }
 
 __all__ = [
     "__version__",
     "AnswerExactMatchEvaluator",
+    "Calibration",
     "CrossEncoder",
     "EvalTestCase",
     "ReferenceMatchMetric",
     "SASEvaluator",
     "SemanticSimilarityMetric",
     "TextEncoder",
+    "calibrate",
     "evaluate",
 ]
 
 if TYPE_CHECKING:  # pragma: no cover
+    from simkernel.calibration import Calibration, calibrate
     from simkernel.components.evaluators import AnswerExactMatchEvaluator, SASEvaluator
     from simkernel.metrics.evaluation import evaluate
     from simkernel.metrics.test_case import EvalTestCase
