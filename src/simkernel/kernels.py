@@ -36,6 +36,7 @@ from contextlib import contextmanager
 
 from simkernel import _cosine
 from simkernel._cosine import cosine_matrix, cosine_reduce, normalize, paired_cosine
+from simkernel.cpu_budget import available_cpus
 
 __all__ = [
     "normalize",
@@ -140,7 +141,8 @@ def use_backend(name: str | None = None, *, blas: bool | None = None) -> Iterato
 def get_num_threads() -> int:
     """Most threads one large memory-bound call (``paired_cosine``, ragged ``cosine_reduce``, ``normalize``)
     may use. A call is split only when each part reads at least 2**18 floats (1 MiB), so calls smaller
-    than that always run on the calling thread. Default: the CPUs this process may use, at most 8."""
+    than that always run on the calling thread. Default: the CPUs this process may use (affinity mask
+    and cgroup quota, :func:`simkernel.cpu_budget.available_cpus`), at most 8."""
     return _cosine.num_threads()
 
 
@@ -179,7 +181,10 @@ def _apply_environment() -> None:
         except ValueError as exc:
             raise ValueError(f"{BACKEND_ENV}={name!r}: {exc}") from None
     threads = os.environ.get(THREADS_ENV)
-    if threads:
+    if not threads:
+        # the native default counts the affinity mask only; a cgroup CPU quota may allow fewer
+        set_num_threads(min(_cosine.num_threads(), available_cpus()))
+    else:
         try:
             set_num_threads(int(threads))
         except ValueError as exc:

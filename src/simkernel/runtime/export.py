@@ -49,6 +49,7 @@ from typing import Any
 import numpy as np
 
 from simkernel._optional import import_optional
+from simkernel.cpu_budget import available_cpus
 from simkernel.errors import ModelError
 from simkernel.runtime.bundle import PRECISIONS
 from simkernel.runtime.config import read_model_config
@@ -264,7 +265,7 @@ class _Reference:
 
     def __init__(self, src: Path, kind: str) -> None:
         st = import_optional("sentence_transformers", "export", "checking an export's parity")
-        import_optional("torch", "export", _FEATURE).set_num_threads(max(1, min(4, os.cpu_count() or 1)))
+        import_optional("torch", "export", _FEATURE).set_num_threads(min(4, available_cpus()))
         self.kind = kind
         if kind == "bi-encoder":
             model = st.SentenceTransformer(str(src), device="cpu")

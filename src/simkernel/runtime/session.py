@@ -1,9 +1,10 @@
 """An onnxruntime ``InferenceSession`` for an exported encoder, with checked settings.
 
 - ``providers``: validated against ``onnxruntime.get_available_providers()``; default CPU.
-- ``threads``: onnxruntime intra-op threads of the main session (``None`` = onnxruntime's default, one
-  per physical core), and the number of workers of :meth:`map_batches` (``None``: one per CPU of the
-  process, at most 8); inter-op threads are 1 (the graphs are sequential).
+- ``threads``: onnxruntime intra-op threads of the main session, and the number of workers of
+  :meth:`map_batches`; ``None``: the CPUs this process may really use
+  (:func:`simkernel.cpu_budget.available_cpus`: affinity mask and cgroup quota, not the host's cores as
+  onnxruntime's own default), at most 8 workers; inter-op threads are 1 (the graphs are sequential).
 - Graph optimisation: ``ORT_ENABLE_ALL`` by default; a graph the exporter already optimised (its
   manifest entry says ``"graph_optimization": "all"|"extended"|...`` or ``"optimized": true``) loads with
   ``ORT_ENABLE_BASIC`` so the expensive passes are not re-run at every load.
@@ -29,6 +30,7 @@ from typing import TypeVar
 
 import numpy as np
 
+from simkernel.cpu_budget import available_cpus
 from simkernel.errors import ModelError
 
 _LEVELS = ("disable", "basic", "extended", "all")
@@ -103,7 +105,8 @@ class OnnxEncoderSession:
         self.path = path
         self.threads = threads
         self._optimization = optimization
-        self._session = self._load(threads or 0, chosen)
+        cpus = available_cpus()
+        self._session = self._load(threads or cpus, chosen)
         self.providers = tuple(self._session.get_providers())
         self.input_names = tuple(i.name for i in self._session.get_inputs())
         outputs = [o.name for o in self._session.get_outputs()]
@@ -118,7 +121,6 @@ class OnnxEncoderSession:
                 "Re-export it with `simkernel models export SRC DST`."
             )
         # data-parallel batches: CPU only (an accelerator runs one batch at a time anyway)
-        cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
         self.workers = (threads or min(cpus, MAX_DEFAULT_WORKERS)) if self.providers == CPU_ONLY else 1
         self._twin = None
         self._pool: ThreadPoolExecutor | None = None
@@ -126,7 +128,7 @@ class OnnxEncoderSession:
         self._twin_lock = threading.Lock()
 
     def _load(self, intra_op_threads: int, providers: list[str]):
-        """An ``InferenceSession`` of this graph with ``intra_op_threads`` (0: onnxruntime's default)."""
+        """An ``InferenceSession`` of this graph with ``intra_op_threads`` threads."""
         import onnxruntime as ort
 
         options = ort.SessionOptions()

@@ -34,8 +34,9 @@ class TextEncoder:
             quantisation, batch-dependent; a warning says so). See benchmarks/README.md.
         threads: CPU threads. A call with one batch runs it on this many onnxruntime intra-op threads;
             a call with several batches runs them on this many worker threads, one whole batch each
-            (single-threaded: faster on short texts, see :class:`OnnxEncoderSession`). None:
-            onnxruntime's default (one per physical core), one worker per CPU (at most 8).
+            (single-threaded: faster on short texts, see :class:`OnnxEncoderSession`). None: the CPUs
+            this process may use (affinity mask and cgroup quota, :mod:`simkernel.cpu_budget`), at most
+            8 workers.
         providers: onnxruntime execution providers (default CPU), checked against those available.
         cache_size: entries of the LRU embedding cache shared by all calls (text -> vector;
             0 disables it). A repeated text is served from the cache: ~4 x dim bytes per entry.
