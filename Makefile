@@ -4,7 +4,7 @@ PYTHON ?= python3.11
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 
-.PHONY: demo test setup models bench lint clean
+.PHONY: demo test setup models bench lint clean sanitize
 
 ## demo: set everything up if needed, prepare the embedded default model (offline; the test models are not
 ## needed), then score the example answers on it.
@@ -27,6 +27,11 @@ $(VENV)/.installed: pyproject.toml setup.py scripts/setup.sh
 models: setup
 	$(BIN)/simkernel models prepare
 	$(BIN)/python scripts/prepare_test_models.py
+
+## sanitize: the kernel built with -fsanitize=address,undefined (a copy in build/sanitize) and the kernel
+## tests run against it; any sanitizer report fails (CI runs it after test).
+sanitize: setup
+	bash scripts/sanitize.sh $(BIN)/python
 
 ## bench: every benchmark, side by side with its peers (see benchmarks/README.md).
 bench: models
