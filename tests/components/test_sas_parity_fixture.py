@@ -117,7 +117,9 @@ def test_run_loads_the_model_itself(minilm):
     assert evaluator._similarity_model is model  # a second warm_up does nothing
 
 
-def test_several_ground_truths_score_the_best_one(evaluator):
+def test_several_ground_truths_score_the_best_one(evaluator, haystack_evaluator):
+    """Several correct answers per question (beyond Haystack): each prediction scores the best of them.
+    The expectation is Haystack's SASEvaluator scoring every (ground truth, prediction) pair on its own."""
     predictions = ["Lyon", "Paris", "Einstein", "北京是中国的首都。"]
     ground_truths = [
         ["Paris", "Lyon, France"],
@@ -129,35 +131,41 @@ def test_several_ground_truths_score_the_best_one(evaluator):
     expected = []
     for prediction, group in zip(predictions, ground_truths, strict=True):
         group = [group] if isinstance(group, str) else list(group)
-        single = evaluator.run(ground_truth_answers=group, predicted_answers=[prediction] * len(group))
+        single = haystack_evaluator.run(
+            ground_truth_answers=group, predicted_answers=[prediction] * len(group)
+        )
         expected.append(max(single["individual_scores"]))
     np.testing.assert_allclose(result["individual_scores"], expected, atol=ATOL)
     assert result["score"] == pytest.approx(np.mean(expected), abs=ATOL)
+    assert expected[0] > 0.9  # "Lyon" takes its score from "Lyon, France" (0.91), not from "Paris" (0.50)
 
 
-def test_scores_equal_numpy_float64_cosine_of_the_embeddings(evaluator):
-    """The kernel path against an independent float64 reference on the same embeddings."""
+def test_scores_equal_numpy_float64_cosine_of_sentence_transformers(evaluator, st_minilm):
+    """The whole path (tokenizer, ONNX graph, pooling, kernel) against numpy float64 cosines of
+    sentence-transformers' embeddings of the same checkpoint (torch)."""
     ground_truths = ["The cat sat on the mat.", "yes", "Кошка спит на диване.", "  ", "😀"]
     predictions = ["A cat was sitting on the mat.", "no", "The cat is sleeping on the sofa.", "", "happy"]
     scores = evaluator.run(ground_truths, predictions)["individual_scores"]
-    a = evaluator._similarity_model.encode(predictions).astype(np.float64)
-    b = evaluator._similarity_model.encode(ground_truths).astype(np.float64)
+    a = st_minilm.encode(predictions).astype(np.float64)
+    b = st_minilm.encode(ground_truths).astype(np.float64)
     expected = (a * b).sum(1) / (np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1))
-    np.testing.assert_allclose(scores, expected, atol=1e-6)
+    np.testing.assert_allclose(scores, expected, atol=ATOL)
 
 
 def test_int8_is_close_to_fp32(minilm_int8, haystack_fixture):
+    """Per-row int8 against Haystack's fp32 scores on the 43 fixture pairs (English, Russian, Chinese, empty,
+    over-long). Measured on x86 without VNNI: max |difference| 0.031, Pearson 0.9996. The bounds (0.045,
+    0.999) fail onnxruntime's batch-dependent dynamic int8 of the same model (0.113, 0.9957)."""
     triples = haystack_fixture["triples"]
     kwargs = {
         "ground_truth_answers": [t["ground_truth"] for t in triples],
         "predicted_answers": [t["predicted"] for t in triples],
     }
-    int8 = SASEvaluator(model=minilm_int8, precision="int8").run(**kwargs)["individual_scores"]
+    int8 = np.array(SASEvaluator(model=minilm_int8, precision="int8").run(**kwargs)["individual_scores"])
     expected = np.array([t["individual_score"] for t in triples])
-    assert (
-        np.abs(np.array(int8) - expected).max() < 0.1
-    )  # dynamic int8: close, not equal (benchmarks/README.md)
-    assert np.corrcoef(int8, expected)[0, 1] > 0.98
+    assert not np.array_equal(int8, expected)  # the int8 graph really ran
+    assert np.abs(int8 - expected).max() < 0.045
+    assert np.corrcoef(int8, expected)[0, 1] > 0.999
 
 
 def test_run_async_gives_the_same_result(evaluator, haystack_fixture):
@@ -171,12 +179,45 @@ def test_run_async_gives_the_same_result(evaluator, haystack_fixture):
     assert asyncio.run(evaluator.run_async(**kwargs)) == evaluator.run(**kwargs)
 
 
-def test_concurrent_runs_share_one_model(minilm, haystack_fixture):
+def test_concurrent_runs_share_one_model(minilm, haystack_fixture, monkeypatch):
+    """Two fresh evaluators of the same model, 43 runs from 4 threads started together: the model is
+    loaded once, both evaluators hold that one instance, every run embedded with it, and each score is
+    Haystack's for that pair alone."""
+    import threading
     from concurrent.futures import ThreadPoolExecutor
 
-    triples = haystack_fixture["triples"]
-    evaluator = SASEvaluator(model=minilm)
-    jobs = [([t["ground_truth"]], [t["predicted"]]) for t in triples]
-    with ThreadPoolExecutor(4) as pool:
-        results = list(pool.map(lambda job: evaluator.run(*job)["individual_scores"][0], jobs))
+    from simkernel.runtime import TextEncoder, clear_shared_instances
+
+    loaded, used = [], []
+    init, encode = TextEncoder.__init__, TextEncoder.encode
+
+    def counting_init(self, *args, **kwargs):
+        loaded.append(self)
+        init(self, *args, **kwargs)
+
+    def recording_encode(self, *args, **kwargs):
+        used.append(self)
+        return encode(self, *args, **kwargs)
+
+    monkeypatch.setattr(TextEncoder, "__init__", counting_init)
+    monkeypatch.setattr(TextEncoder, "encode", recording_encode)
+    clear_shared_instances()  # so the one load happens here, under the threads' race
+    try:
+        triples = haystack_fixture["triples"]
+        evaluators = [SASEvaluator(model=minilm), SASEvaluator(model=minilm)]
+        start = threading.Barrier(4)
+
+        def job(i: int) -> float:
+            if i < 4:
+                start.wait()  # the first four runs call warm_up at the same moment
+            t = triples[i]
+            return evaluators[i % 2].run([t["ground_truth"]], [t["predicted"]])["individual_scores"][0]
+
+        with ThreadPoolExecutor(4) as pool:
+            results = list(pool.map(job, range(len(triples))))
+    finally:
+        clear_shared_instances()  # later tests load an unpatched instance
+    assert len(loaded) == 1
+    assert evaluators[0]._similarity_model is evaluators[1]._similarity_model is loaded[0]
+    assert len(used) == len(triples) and all(model is loaded[0] for model in used)
     np.testing.assert_allclose(results, [t["individual_score_single_call"] for t in triples], atol=ATOL)
