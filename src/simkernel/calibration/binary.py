@@ -107,3 +107,15 @@ def stats_at(table: Sweep, k: int) -> ThresholdStats:
     """The statistics of candidate ``k`` of ``table``, with its threshold (:meth:`Sweep.cut`)."""
     values = rates(table.tp[k], table.fp[k], table.positives, table.negatives)
     return ThresholdStats(threshold=table.cut(k), **{name: float(v) for name, v in values.items()})
+
+
+def stats_of(scores, positive, threshold: float) -> ThresholdStats:
+    """The statistics of "score >= threshold" for any threshold (e.g. a fixed 0.7, for comparison)."""
+    values = np.asarray(scores, dtype=np.float64)
+    labels = np.asarray(positive, dtype=bool)
+    predicted = values >= threshold
+    tp = int(np.count_nonzero(predicted & labels))
+    fp = int(np.count_nonzero(predicted & ~labels))
+    positives = int(np.count_nonzero(labels))
+    figures = rates(tp, fp, positives, labels.size - positives)
+    return ThresholdStats(threshold=float(threshold), **{name: float(v) for name, v in figures.items()})

@@ -35,6 +35,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             from simkernel.cli.score import run_score
 
             return run_score(args)
+        if args.command == "calibrate":
+            from simkernel.cli.calibrate import run_calibrate
+
+            return run_calibrate(args)
         from simkernel.cli.models import run_models
 
         return run_models(args)

@@ -50,6 +50,16 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _non_negative_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{value} is negative; give a whole number >= 0")
+    return value
+
+
 def _finite_float(text: str) -> float:
     try:
         value = float(text)
@@ -76,6 +86,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"simkernel {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     _add_score(commands)
+    _add_calibrate(commands)
     _add_models(commands)
     return parser
 
@@ -113,17 +124,7 @@ def _add_score(commands: argparse._SubParsersAction) -> None:
         default="score",
         help="name of the added score column (default: score)",
     )
-    model = score.add_argument_group("model")
-    model.add_argument("--model", metavar="ID", help=f"model id or local folder (default: {DEFAULT_MODEL})")
-    model.add_argument(
-        "--precision", choices=("fp32", "int8"), help="fp32 (default) or int8 (faster, less exact)"
-    )
-    model.add_argument(
-        "--batch-size", type=_positive_int, metavar="N", help="texts per model batch (default: 32)"
-    )
-    model.add_argument(
-        "--threads", type=_positive_int, metavar="N", help="onnxruntime threads (default: all cores)"
-    )
+    _add_model_options(score)
     scoring = score.add_argument_group("scoring")
     scoring.add_argument(
         "--aggregation", choices=("max", "mean"), help="reference mode: combine the references (default: max)"
@@ -153,6 +154,94 @@ def _add_score(commands: argparse._SubParsersAction) -> None:
     files.add_argument(
         "--quiet", "-q", action="store_true", help="no progress bar and no summary; errors only"
     )
+
+
+def _add_model_options(command: argparse.ArgumentParser) -> None:
+    model = command.add_argument_group("model")
+    model.add_argument("--model", metavar="ID", help=f"model id or local folder (default: {DEFAULT_MODEL})")
+    model.add_argument(
+        "--precision", choices=("fp32", "int8"), help="fp32 (default) or int8 (faster, less exact)"
+    )
+    model.add_argument(
+        "--batch-size", type=_positive_int, metavar="N", help="texts per model batch (default: 32)"
+    )
+    model.add_argument(
+        "--threads", type=_positive_int, metavar="N", help="onnxruntime threads (default: all cores)"
+    )
+
+
+_CALIBRATE_EPILOG = """\
+The labels are made binary: a row is positive when its label is >= --positive-from (default: the
+midpoint of the lowest and highest label, so 0/1/2 labels count 1 and 2 as positive). Every distinct
+score is a candidate threshold ("score >= threshold" predicts positive); the one with the highest F1 is
+reported (half-way to the next lower score), with Youden's J as a second choice, precision, recall, F1
+and Cohen's kappa at each, and a seeded bootstrap 95% interval of the threshold. Rows with an empty
+label are left out (and counted). The report goes to stdout; --output-json writes it as JSON.
+
+example:
+  simkernel calibrate tests/data/sas/SQuAD_SAS.csv --ground-truth answer1 --predicted answer2 \\
+      --label label --output-json calibration.json
+"""
+
+
+def _add_calibrate(commands: argparse._SubParsersAction) -> None:
+    calibrate = commands.add_parser(
+        "calibrate",
+        help="find the score threshold that best matches human labels",
+        description="Score every labelled row of FILE, then find the threshold on the scores that best "
+        "reproduces the labels.",
+        epilog=_CALIBRATE_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    calibrate.add_argument(
+        "file", metavar="FILE", help="CSV, TSV or JSONL file (by extension), or - for stdin"
+    )
+    calibrate.add_argument("--mode", choices=("sas", "reference"), default="sas", help="default: sas")
+    columns = calibrate.add_argument_group("columns")
+    columns.add_argument(
+        "--predicted", metavar="COL", help="column of predicted answers (default: predicted)"
+    )
+    columns.add_argument(
+        "--ground-truth", metavar="COL", help="column of correct answers, sas mode (default: ground_truth)"
+    )
+    columns.add_argument(
+        "--references",
+        metavar="COL",
+        help="column holding a list of reference texts, reference mode (default: references)",
+    )
+    columns.add_argument("--label", metavar="COL", required=True, help="column of numeric human labels")
+    _add_model_options(calibrate)
+    options = calibrate.add_argument_group("calibration")
+    options.add_argument(
+        "--positive-from",
+        type=_finite_float,
+        metavar="V",
+        help="labels >= V are positive (default: the midpoint of the lowest and highest label)",
+    )
+    options.add_argument(
+        "--aggregation", choices=("max", "mean"), help="reference mode: combine the references (default: max)"
+    )
+    options.add_argument(
+        "--bootstrap",
+        type=_non_negative_int,
+        default=1000,
+        metavar="N",
+        help="bootstrap resamples for the threshold's 95%% interval (default: 1000; 0: no interval)",
+    )
+    options.add_argument(
+        "--seed", type=int, default=0, metavar="S", help="seed of the bootstrap (default: 0)"
+    )
+    options.add_argument(
+        "--allow-empty",
+        action="store_true",
+        help="score empty or blank texts as the evaluators do, instead of stopping at the first one",
+    )
+    files = calibrate.add_argument_group("input and output")
+    files.add_argument(
+        "--input-format", choices=FORMATS, help="format of FILE when its extension does not say"
+    )
+    files.add_argument("--output-json", metavar="PATH", help="also write the result as a JSON object to PATH")
+    files.add_argument("--quiet", "-q", action="store_true", help="no progress bar and no report")
 
 
 def _add_models(commands: argparse._SubParsersAction) -> None:

@@ -45,9 +45,10 @@ def run_score(args: argparse.Namespace) -> int:
     _check_options(args)
     out_format = format_of(args.output, args.output_format)  # a bad extension fails before any work
     table = read_table(args.file, args.input_format)
-    columns = _columns(args)
-    _check_columns(table, columns, args)
-    inputs = _read_inputs(table, columns, args)
+    columns = columns_of(args)
+    check_columns(table, columns, args)
+    _check_added_columns(table, args)
+    inputs = read_inputs(table, columns, args)
     threshold = args.threshold
     if threshold is None and args.mode == "reference":
         threshold = DEFAULT_REFERENCE_THRESHOLD
@@ -60,7 +61,7 @@ def run_score(args: argparse.Namespace) -> int:
         scorer.load()
         score_started = time.perf_counter()
         load_s = score_started - load_started
-        scores = _score_in_chunks(scorer, inputs, enabled=not args.quiet)
+        scores = score_in_chunks(scorer, inputs, enabled=not args.quiet)
         score_s = time.perf_counter() - score_started
 
     out_rows, out_columns = _output_rows(table, scores, threshold, args.score_column)
@@ -92,6 +93,12 @@ def _language_notes(args: argparse.Namespace, inputs: Inputs) -> list[str]:
 
 
 def _check_options(args: argparse.Namespace) -> None:
+    check_mode_options(args)
+    if not args.score_column.strip():
+        raise UsageError("--score-column must be a non-empty name")
+
+
+def check_mode_options(args: argparse.Namespace) -> None:
     """Reject options that do not apply to the chosen mode (exit 2), rather than ignoring them."""
     not_for = {
         "sas": {"references": "--references", "aggregation": "--aggregation"},
@@ -110,11 +117,9 @@ def _check_options(args: argparse.Namespace) -> None:
         raise UsageError(
             f"{', '.join(given)} does not apply to --mode {args.mode}; drop it or choose another --mode"
         )
-    if not args.score_column.strip():
-        raise UsageError("--score-column must be a non-empty name")
 
 
-def _columns(args: argparse.Namespace) -> dict[str, str]:
+def columns_of(args: argparse.Namespace) -> dict[str, str]:
     """Role -> column name for the chosen mode (the label is handled apart)."""
     if args.mode == "reference":
         return {
@@ -130,7 +135,8 @@ def _columns(args: argparse.Namespace) -> dict[str, str]:
 _FLAGS = {"predicted": "--predicted", "ground_truth": "--ground-truth", "references": "--references"}
 
 
-def _check_columns(table: Table, columns: dict[str, str], args: argparse.Namespace) -> None:
+def check_columns(table: Table, columns: dict[str, str], args: argparse.Namespace) -> None:
+    """Every column the mode reads (and ``--label``) must be in the table; the error lists those found."""
     if table.format == "jsonl" and not table.rows:
         return  # no rows, so no keys: nothing to check (the output is empty too)
     found = ", ".join(table.columns) if table.columns else "none"
@@ -148,6 +154,10 @@ def _check_columns(table: Table, columns: dict[str, str], args: argparse.Namespa
         raise DataError(
             f"{table.source} has no label column {args.label!r} (columns found: {found}); fix --label"
         )
+
+
+def _check_added_columns(table: Table, args: argparse.Namespace) -> None:
+    """The columns the output adds must not overwrite input columns."""
     added = [args.score_column]
     if args.threshold is not None or args.mode == "reference":
         added.append(SUCCESS_COLUMN)
@@ -191,7 +201,7 @@ class _RowProblems:
         raise DataError(self.first + more)
 
 
-def _read_inputs(table: Table, columns: dict[str, str], args: argparse.Namespace) -> Inputs:
+def read_inputs(table: Table, columns: dict[str, str], args: argparse.Namespace) -> Inputs:
     """Check and extract every row's texts and label; every bad row is counted, the first one named."""
     problems = _RowProblems(table.source)
     inputs = Inputs(labels=[] if args.label is not None else None)
@@ -318,7 +328,7 @@ def _label(row: dict, column: str, line: int, problems: _RowProblems) -> float |
     return number if math.isfinite(number) else None
 
 
-def _score_in_chunks(scorer: Scorer, inputs: Inputs, enabled: bool) -> list[float]:
+def score_in_chunks(scorer: Scorer, inputs: Inputs, enabled: bool) -> list[float]:
     total = len(inputs.predicted)
     scores: list[float] = []
     with ProgressBar(total, "scoring", enabled=None if enabled else False) as bar:
