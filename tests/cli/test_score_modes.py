@@ -259,8 +259,10 @@ def test_int8_scores_track_fp32(cli, tmp_path, minilm, minilm_int8):
     a = np.array([json.loads(line)["score"] for line in fp32.out.splitlines()])
     b = np.array([json.loads(line)["score"] for line in int8.out.splitlines()])
     assert not np.array_equal(a, b)  # it really ran the int8 graph
-    assert np.abs(a - b).max() < 0.1
-    assert scipy.stats.spearmanr(a, b).statistic > 0.95
+    # measured on x86 without VNNI: max |int8 - fp32| 0.033, Pearson 0.9990; onnxruntime's batch-dependent
+    # dynamic int8 of the same model gives 0.100 and 0.9912, and fails both bounds
+    assert np.abs(a - b).max() < 0.045
+    assert np.corrcoef(a, b)[0, 1] > 0.997
 
 
 def test_empty_input_writes_the_header_and_succeeds(cli, write):
