@@ -153,3 +153,23 @@ def test_write_is_atomic_and_uses_the_usual_permissions(tmp_path):
 def test_write_to_a_missing_folder_is_a_data_error(tmp_path):
     with pytest.raises(DataError, match="cannot write output"):
         write_table([{"a": "x"}], ["a"], str(tmp_path / "no" / "out.csv"))
+
+
+@pytest.mark.parametrize("fmt", ["csv", "tsv"])
+def test_a_lone_carriage_return_survives_a_round_trip(tmp_path, fmt):
+    # Python 3.11's csv.writer leaves a lone CR unquoted under a LF terminator; read back, the row splits
+    rows = [{"a": "x\ry", "b": "\r"}, {"a": "", "b": 'q"\r\n'}]
+    path = tmp_path / f"t.{fmt}"
+    write_table(rows, ["a", "b"], str(path))
+    assert read_table(str(path)).rows == rows
+
+
+def test_jsonl_lines_end_at_line_feeds_only(tmp_path):
+    # JSON strings may hold U+2028, U+2029 and U+0085 unescaped (json.dumps(ensure_ascii=False) writes
+    # them so); str.splitlines() would cut such a line in two
+    rows = [{"a": "one\u2028two\u2029three\x85four\x1cfive\x0bsix"}, {"a": "next"}]
+    path = tmp_path / "t.jsonl"
+    write_table(rows, ["a"], str(path))
+    table = read_table(str(path))
+    assert table.rows == rows
+    assert table.line_numbers == [1, 2]

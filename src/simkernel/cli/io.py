@@ -169,7 +169,10 @@ def _parse_jsonl(text: str, source: str) -> Table:
     columns: dict[str, None] = {}
     rows: list[dict[str, Any]] = []
     line_numbers: list[int] = []
-    for number, line in enumerate(text.splitlines(), start=1):
+    # records end at LF only (CRLF too): str.splitlines() would also split at U+2028, U+0085 and other
+    # characters that JSON strings may hold unescaped (json.dumps(ensure_ascii=False) writes them so)
+    for number, line in enumerate(text.split("\n"), start=1):
+        line = line.removesuffix("\r")
         if not line.strip():
             continue
         try:
@@ -211,12 +214,21 @@ def write_table(
 
 
 def _render_delimited(rows: Iterable[dict[str, Any]], columns: Sequence[str], delimiter: str) -> str:
-    out = io.StringIO()
-    writer = csv.writer(out, delimiter=delimiter, lineterminator="\n")
-    writer.writerow(columns)
-    for row in rows:
-        writer.writerow([_cell(row.get(column)) for column in columns])
-    return out.getvalue()
+    records = [list(columns)] + [[_cell(row.get(column)) for column in columns] for row in rows]
+    return "".join(_record(fields, delimiter) + "\n" for fields in records)
+
+
+def _record(fields: Sequence[str], delimiter: str) -> str:
+    """One CSV/TSV record: a field holding the delimiter, a quote, CR or LF is quoted (its quotes doubled),
+    as csv.writer does, except that csv.writer (Python 3.11) leaves a lone CR bare under a LF line
+    terminator, and a reader then splits the row there."""
+    if len(fields) == 1 and not fields[0]:
+        return '""'  # not a blank line, which readers skip
+    special = (delimiter, '"', "\r", "\n")
+    return delimiter.join(
+        '"' + field.replace('"', '""') + '"' if any(c in field for c in special) else field
+        for field in fields
+    )
 
 
 def _cell(value: Any) -> str:
