@@ -92,12 +92,19 @@ def test_results_in_order_and_equal_to_case_by_case(spy_encoder, st_model):
                 and got.evaluation_cost == 0
             )
 
-    # and against eval_lib's formula on sentence-transformers embeddings, case by case
-    texts = list(dict.fromkeys([*OUTPUTS, *REFS]))
+    # and every metric against eval_lib's formula on sentence-transformers embeddings, case by case:
+    # max over all references, the semantic similarity with expected_output ("" when None), the mean
+    texts = list(dict.fromkeys([*OUTPUTS, *REFS, ""]))
     st_vectors = dict(zip(texts, st_model.encode(texts), strict=True))
     for (_, [case_result]), case in zip(results, cases, strict=True):
-        want, _ = eval_lib_formula(np.array([st_vectors[t] for t in [case.actual_output, *REFS]]), "max")
-        assert case_result.metrics_data[0].score == pytest.approx(want, abs=1e-5)
+        got = [m.score for m in case_result.metrics_data]
+        groups = [
+            ([case.actual_output, *REFS], "max"),
+            ([case.actual_output, case.expected_output or ""], "max"),
+            ([case.actual_output, *REFS[1:3]], "mean"),
+        ]
+        want = [eval_lib_formula(np.array([st_vectors[t] for t in g]), how)[0] for g, how in groups]
+        assert got == pytest.approx(want, abs=1e-5)
 
 
 class RecordingMetric:
@@ -155,8 +162,9 @@ def test_empty_inputs():
     assert none is None and result.success is True and result.metrics_data == []
 
 
-def test_large_batch_matches_numpy(spy_encoder):
-    """500 cases, 5 shared references: the benchmark's shape, checked against numpy float64."""
+def test_large_batch_matches_numpy(spy_encoder, st_model):
+    """500 cases, 5 shared references: the benchmark's shape, checked against numpy float64 cosines of
+    sentence-transformers' embeddings."""
     rng = np.random.default_rng(0)
     words = "password login email reset account support link page settings security".split()
     outputs = [" ".join(rng.choice(words, size=6)) + f" {i}" for i in range(500)]
@@ -166,11 +174,11 @@ def test_large_batch_matches_numpy(spy_encoder):
     results = asyncio.run(evaluate(cases, [metric], verbose=False))
     assert len(spy.calls) == 1 and len(spy.calls[0]) == 505
 
-    emb = spy.encoder.encode(outputs + REFS, normalize=False).astype(np.float64)
+    emb = st_model.encode(outputs + REFS).astype(np.float64)
     emb /= np.linalg.norm(emb, axis=1, keepdims=True)
     want = np.clip(emb[:500] @ emb[500:].T, 0.0, 1.0).max(axis=1)
     got = np.array([r[1][0].metrics_data[0].score for r in results])
-    np.testing.assert_allclose(got, want, atol=1e-6, rtol=0)
+    np.testing.assert_allclose(got, want, atol=1e-5, rtol=0)
 
 
 def test_results_are_dataclasses_like_eval_lib():
