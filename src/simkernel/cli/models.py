@@ -76,6 +76,12 @@ def _export(args: argparse.Namespace) -> None:
         raise DataError(
             f"SRC {args.src!r} is not a folder; give a sentence-transformers or transformers checkpoint"
         )
+    dst = Path(args.dst)
+    if not args.overwrite and dst.exists() and (not dst.is_dir() or any(dst.iterdir())):
+        raise DataError(
+            f"DST {args.dst!r} already exists and is not empty; choose another folder, or pass --overwrite "
+            "to replace it"
+        )
     from simkernel.runtime.export import export_model
 
     precisions = ("fp32", "int8") if args.precision == "int8" else ("fp32",)
