@@ -33,9 +33,14 @@ models: setup
 sanitize: setup
 	bash scripts/sanitize.sh $(BIN)/python
 
-## bench: every benchmark, side by side with its peers (see benchmarks/README.md).
+## bench: every product benchmark, side by side with its peers (benchmarks/README.md); the peers that need
+## their own virtual environment (fastembed, eval_lib) are built first.
 bench: models
-	$(BIN)/python -m pytest benchmarks/bench_*.py -p no:cacheprovider --benchmark-columns=min,median,mean,stddev,rounds
+	$(BIN)/python -m pip install --disable-pip-version-check -q -e '.[bench]'
+	bash benchmarks/peer_venv.sh fastembed
+	bash benchmarks/peer_venv.sh eval_lib
+	for b in bench_kernels bench_encoder bench_sas bench_reference_match sas_accuracy; do \
+		$(BIN)/python benchmarks/$$b.py || exit 1; done
 
 lint:
 	$(BIN)/ruff check src tests benchmarks scripts setup.py

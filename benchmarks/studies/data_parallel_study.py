@@ -1,7 +1,7 @@
 """Data-parallel batches vs intra-op threads, measured side by side (benchmarks/README.md, "Data-parallel
 batches").
 
-    python benchmarks/data_parallel_study.py [--threads 2] [--rounds 5]
+    python benchmarks/studies/data_parallel_study.py [--threads 2] [--rounds 5]
 
 1. ``TextEncoder`` on 2,000 distinct SAS answers, fp32 and int8: ``threads`` worker threads running whole
    batches on a single-threaded twin session (what simkernel does) vs one batch at a time on ``threads``
@@ -23,22 +23,26 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_encoder import default_bundle, round_robin_seconds, throughput_texts  # noqa: E402
+sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve().parents[1])]
 from graph_profile import feeds, session  # noqa: E402
+
+from support import alternate, distinct_texts, sas_pairs, store_bundle  # noqa: E402
 
 
 def encoder_level(threads: int, rounds: int) -> None:
     from simkernel.runtime import TextEncoder
 
-    texts = throughput_texts(2000)
+    texts = distinct_texts(2000, labelled=True)
     for precision in ("fp32", "int8"):
         intra_op = TextEncoder(precision=precision, threads=threads, cache_size=0)
         intra_op._session.workers = 1  # one batch at a time, every operator split over the threads
         parallel = TextEncoder(precision=precision, threads=threads, cache_size=0)
         diff = float(np.abs(intra_op.encode(texts) - parallel.encode(texts)).max())
-        engines = {"intra-op": intra_op.encode, "data-parallel": parallel.encode}
-        best = {name: min(t) for name, t in round_robin_seconds(engines, texts, rounds).items()}
+        engines = {
+            "intra-op": lambda e=intra_op: e.encode(texts),
+            "data-parallel": lambda e=parallel: e.encode(texts),
+        }
+        best = {name: min(t) for name, t in alternate(engines, rounds).items()}
         print(
             f"{precision}: intra-op {len(texts) / best['intra-op']:.0f}/s, data-parallel "
             f"{len(texts) / best['data-parallel']:.0f}/s, "
@@ -49,7 +53,7 @@ def encoder_level(threads: int, rounds: int) -> None:
 
 def session_level(threads: int, rounds: int) -> None:
     pool = ThreadPoolExecutor(threads)
-    bundle = default_bundle()
+    bundle = store_bundle()
     for graph in ("model.onnx", "model_int8.onnx"):
         path = str(bundle / graph)
         together, single = session(path, threads), session(path, 1)
@@ -73,12 +77,11 @@ def session_level(threads: int, rounds: int) -> None:
 
 
 def sas_breakdown() -> None:
-    from bench_sas import PAIRS
     from simkernel.runtime import TextEncoder
     from simkernel.runtime.tokenizer import length_sorted_batches
 
-    ground_truths, predictions = PAIRS
-    texts = list(dict.fromkeys(ground_truths + predictions))
+    pairs = sas_pairs()
+    texts = list(dict.fromkeys([p[0] for p in pairs] + [p[1] for p in pairs]))
     encoder = TextEncoder(precision="fp32", threads=2, cache_size=0)
     encodings = encoder._tokenizer.encode(texts)
     lengths = np.array([len(e.ids) for e in encodings])

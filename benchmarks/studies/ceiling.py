@@ -14,17 +14,27 @@ onnxruntime's own dynamic int8 graph (per-tensor activation scale, made by :func
 its fastest int8 recipe here, which simkernel cannot ship (a text's embedding then depends on its
 batch-mates).
 
-Used by bench_encoder.py (``--ceiling``) and bench_sas.py (group ``sas 5025 pairs``).
+    python benchmarks/studies/ceiling.py [--texts 2000 | --sas] [--rounds 5]
+
+times simkernel's ``TextEncoder`` (fp32, int8; cache off) and the three forward-only engines on the same
+texts, taking turns in every round: the first ``--texts`` distinct SAS answers, or with ``--sas`` the
+6,535 distinct texts of the 5,025 SAS pairs (bench_sas.py's workload). ``batch_dependence`` gives the
+largest movement of a text's token embeddings with a batch-mate under a graph.
 """
 
 from __future__ import annotations
 
+import argparse
+import sys
 import tempfile
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
+
+sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve().parents[1])]
+from support import alternate, distinct_texts, machine, min_median, simkernel_encoder, store_bundle  # noqa: E402
 
 # the graphs a ceiling is timed for: simkernel's two, and onnxruntime's dynamic int8 (batch-dependent)
 GRAPHS = ("fp32", "int8", "dynamic int8")
@@ -81,7 +91,7 @@ def dynamic_int8_graph(bundle: Path, folder: Path) -> str:
     scale computed over the whole batch, weights per tensor; ``quantize_dynamic``'s defaults) into
     ``folder``, with the bundle's files linked beside it (so ``folder`` is a bundle too); returns its file
     name. Batch-dependent, hence not shippable by simkernel: a ceiling only."""
-    from onnxruntime.quantization import QuantType, quantize_dynamic
+    from dynamic_int8 import quantize_dynamic_int8
 
     folder.mkdir(parents=True, exist_ok=True)
     for item in bundle.iterdir():
@@ -89,15 +99,7 @@ def dynamic_int8_graph(bundle: Path, folder: Path) -> str:
             (folder / item.name).symlink_to(item)
     target = folder / "model_dynamic_int8.onnx"
     if not target.is_file():
-        from onnx import TensorProto
-
-        quantize_dynamic(
-            str(bundle / "model.onnx"),
-            str(target),
-            weight_type=QuantType.QInt8,
-            # the pre-optimised graph holds contrib operators that ONNX shape inference cannot type
-            extra_options={"DefaultTensorType": TensorProto.FLOAT},
-        )
+        quantize_dynamic_int8(bundle / "model.onnx", target)
     return target.name
 
 
@@ -118,3 +120,32 @@ def batch_dependence(folder: Path, graph: str) -> float:
     alone = forward([0])[0]
     together = forward([0, 1])[0, : alone.shape[0]]
     return float(np.abs(alone - together).max())
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--texts", type=int, default=2000)
+    parser.add_argument("--sas", action="store_true", help="the 6,535 distinct texts of the 5,025 SAS pairs")
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--threads", type=int, default=2)
+    args = parser.parse_args()
+    bundle = store_bundle()
+    texts = distinct_texts() if args.sas else distinct_texts(args.texts, labelled=True)
+    engines = {f"TextEncoder {p}": simkernel_encoder(args.threads, p, bundle) for p in ("fp32", "int8")}
+    engines.update({f"forward only, {g}": forward_only(bundle, g, texts, args.threads) for g in GRAPHS})
+    calls = {name: (lambda e=engine: e(texts)) for name, engine in engines.items()}
+    for call in calls.values():
+        call()
+    times = alternate(calls, args.rounds)
+    print("| engine | sentences/s (min / median time) |\n|---|---|")
+    for name, seconds in times.items():
+        low, mid = min_median(seconds)
+        print(f"| {name} | {len(texts) / low:.0f} / {len(texts) / mid:.0f} |")
+    folder = Path(tempfile.gettempdir()) / "simkernel-ceiling" / bundle.name
+    moved = batch_dependence(folder, dynamic_int8_graph(bundle, folder))
+    print(f"\n{len(texts)} texts, {args.rounds} rounds, {args.threads} threads; dynamic int8: a text's token "
+          f"embeddings move by up to {moved:.2g} with a batch-mate; {machine()}")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
