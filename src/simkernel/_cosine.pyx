@@ -76,7 +76,8 @@ cdef size_t _parallel_min_floats = 1 << 18
 # Route of cosine_matrix and dense cosine_reduce: -1 chooses by shape, 0 always native, 1 always BLAS.
 cdef int _blas_mode = -1
 # BLAS (numpy.matmul on rows normalised natively) wins once both sides have a few rows and the product is
-# large enough to amortise the extra passes; measured on a 2-core AVX-512 machine (benchmarks/README.md).
+# large enough to amortise the extra passes; measured on a 2-core AVX-512 machine
+# (benchmarks/studies/route_crossover.py).
 cdef double _blas_min_work = 1.5e5   # n * m * d multiply-adds
 cdef size_t _blas_min_rows = 16      # min(n, m)
 # The dense BLAS route computes similarities in blocks of query rows of at most this many floats (16 MiB):
