@@ -74,3 +74,10 @@ def onnx_sessions(monkeypatch) -> list[SessionRecord]:
     yield records
     monkeypatch.undo()
     clear_shared_instances()
+
+
+@pytest.fixture(scope="session")
+def eval_lib_evaluate_fixture() -> dict:
+    """eval_lib's evaluate() over a batch with three metrics and the results.json its dashboard wrote
+    (scripts/eval_lib_reference.sh)."""
+    return json.loads((DATA / "fixtures" / "eval_lib_evaluate_minilm.json").read_text(encoding="utf-8"))
