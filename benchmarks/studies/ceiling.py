@@ -62,8 +62,8 @@ def forward_only_engine(
     another list is prepared when given (a warm-up call), which that call's time then includes.
     """
     from simkernel.runtime import TextEncoder
-    from simkernel.runtime.session import TOKEN_EMBEDDING_OUTPUTS, OnnxEncoderSession
-    from simkernel.runtime.tokenizer import length_sorted_batches
+    from simkernel.runtime.inference.session import TOKEN_EMBEDDING_OUTPUTS, OnnxEncoderSession
+    from simkernel.runtime.inference.tokenizer import length_sorted_batches
 
     tokenizer = TextEncoder(bundle, cache_size=0)._tokenizer
     session = OnnxEncoderSession(
@@ -107,7 +107,7 @@ def batch_dependence(folder: Path, graph: str) -> float:
     """Largest |difference| of one text's token embeddings alone vs in a batch with a longer text under
     the graph ``folder/graph`` (0 for simkernel's graphs; not 0 for onnxruntime's dynamic int8 graph)."""
     from simkernel.runtime import TextEncoder
-    from simkernel.runtime.session import TOKEN_EMBEDDING_OUTPUTS, OnnxEncoderSession
+    from simkernel.runtime.inference.session import TOKEN_EMBEDDING_OUTPUTS, OnnxEncoderSession
 
     tokenizer = TextEncoder(folder, cache_size=0)._tokenizer
     session = OnnxEncoderSession(folder / graph, TOKEN_EMBEDDING_OUTPUTS)

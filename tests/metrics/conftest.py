@@ -20,7 +20,7 @@ DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 @pytest.fixture(scope="session")
 def default_model_ready() -> Path:
     """The default model's bundle in the store; fails (never skips) when it was not prepared."""
-    from simkernel.runtime import store
+    from simkernel.runtime.acquisition import store
 
     folder = store.model_dir(DEFAULT_MODEL)
     if not (folder / "model.onnx").is_file():

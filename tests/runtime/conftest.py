@@ -18,7 +18,7 @@ from runtime_helpers import DEFAULT_MODEL, SPECIAL_TEXTS
 @pytest.fixture(scope="session")
 def default_bundle() -> Path:
     """The default model's bundle folder in the store; fails (never skips) when it was not prepared."""
-    from simkernel.runtime import store
+    from simkernel.runtime.acquisition import store
 
     folder = store.model_dir(DEFAULT_MODEL)
     if not (folder / "model.onnx").is_file():

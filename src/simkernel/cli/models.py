@@ -1,8 +1,8 @@
 """``simkernel models list | prepare [ID] | export SRC DST | info ID``: the model store from the shell.
 
-Each action is a thin wrapper over the runtime: the registry (:mod:`simkernel.runtime.registry`), the
-store (:mod:`simkernel.runtime.store`), the offline preparation (:mod:`simkernel.runtime.prepare`) and
-the exporter (:mod:`simkernel.runtime.export`). Results go to stdout; errors are one line (exit 1).
+Each action is a thin wrapper over :mod:`simkernel.runtime.acquisition`: the registry (``registry``), the
+store (``store``), the offline preparation (``prepare``) and the exporter (``export``). Results go to
+stdout; errors are one line (exit 1).
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ def run_models(args: argparse.Namespace) -> int:
 
 
 def _list(args: argparse.Namespace) -> None:
-    from simkernel.runtime import store
-    from simkernel.runtime.registry import DEFAULT_MODEL, KNOWN_MODELS, canonical_id
+    from simkernel.runtime.acquisition import store
+    from simkernel.runtime.acquisition.registry import DEFAULT_MODEL, KNOWN_MODELS, canonical_id
 
     stored = {canonical_id(m.id): m for m in store.list_models()}
     rows = [("model", "kind", "dim", "languages", "in store", "notes")]
@@ -60,8 +60,8 @@ def _print_table(rows: list[tuple[str, ...]]) -> None:
 
 
 def _prepare(args: argparse.Namespace) -> None:
-    from simkernel.runtime.prepare import prepare_model
-    from simkernel.runtime.registry import DEFAULT_MODEL, canonical_id
+    from simkernel.runtime.acquisition.prepare import prepare_model
+    from simkernel.runtime.acquisition.registry import DEFAULT_MODEL, canonical_id
 
     model = canonical_id(args.model) if args.model else DEFAULT_MODEL
     print(f"preparing {model} (fp32 and int8) ...", file=sys.stderr, flush=True)
@@ -82,7 +82,7 @@ def _export(args: argparse.Namespace) -> None:
             f"DST {args.dst!r} already exists and is not empty; choose another folder, or pass --overwrite "
             "to replace it"
         )
-    from simkernel.runtime.export import export_model
+    from simkernel.runtime.acquisition.export import export_model
 
     precisions = ("fp32", "int8") if args.precision == "int8" else ("fp32",)
     print(
@@ -103,9 +103,9 @@ def _export(args: argparse.Namespace) -> None:
 
 
 def _info(args: argparse.Namespace) -> None:
-    from simkernel.runtime import store
-    from simkernel.runtime.config import read_model_config
-    from simkernel.runtime.registry import canonical_id, known_model
+    from simkernel.runtime.acquisition import store
+    from simkernel.runtime.acquisition.registry import canonical_id, known_model
+    from simkernel.runtime.inference.config import read_model_config
 
     folder = Path(args.model)
     model_id = args.model
@@ -167,7 +167,7 @@ def _manifest(path: Path) -> dict[str, Any]:
 
 
 def _print_files(folder: Path, manifest: dict[str, Any] | None = None) -> None:
-    from simkernel.runtime import store
+    from simkernel.runtime.acquisition import store
 
     if manifest is None:
         manifest = _manifest(folder / store.MANIFEST)

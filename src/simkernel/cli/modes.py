@@ -53,7 +53,7 @@ def english_only_note(model: str, predicted: Sequence[str], targets: Sequence[An
     Such a model (all-MiniLM-L6-v2) splits Russian or Chinese into single characters, so those scores
     say little about meaning (unrelated Russian answers still score 0.5 to 0.7).
     """
-    from simkernel.runtime.registry import known_model
+    from simkernel.runtime.acquisition.registry import known_model
 
     known = known_model(model)
     if known is None or known.languages != "en":

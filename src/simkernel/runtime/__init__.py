@@ -1,5 +1,14 @@
 """ONNX models without torch: tokenizer, onnxruntime session, pooling, model store, hub, export.
 
+Two layers, and the names above them:
+
+- :mod:`simkernel.runtime.inference`: running a bundle folder (tokenizer, onnxruntime session, pooling,
+  config and bundle reading, the encoder cores); it never resolves names and imports nothing above it;
+- :mod:`simkernel.runtime.acquisition`: getting a bundle folder (registry, store, hub download, export,
+  quantisation, offline preparation, name resolution); it may use inference (parity checks);
+- :mod:`simkernel.runtime.encoders` / :mod:`simkernel.runtime.shared`: the public encoders and the
+  shared-instance getters, which resolve a model name (acquisition) and load it (inference).
+
 Public names are resolved lazily, so ``import simkernel.runtime`` (and reading a config or the store)
 does not import onnxruntime or tokenizers; they load with the first encoder.
 
@@ -15,25 +24,24 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 _LAZY = {
-    "TextEncoder": "simkernel.runtime.text_encoder",
-    "CrossEncoder": "simkernel.runtime.cross_encoder",
+    "TextEncoder": "simkernel.runtime.encoders",
+    "CrossEncoder": "simkernel.runtime.encoders",
     "get_text_encoder": "simkernel.runtime.shared",
     "get_cross_encoder": "simkernel.runtime.shared",
     "clear_shared_instances": "simkernel.runtime.shared",
-    "read_model_config": "simkernel.runtime.config",
-    "ModelConfig": "simkernel.runtime.config",
-    "model_architectures": "simkernel.runtime.resolve",
-    "resolve_model": "simkernel.runtime.resolve",
+    "read_model_config": "simkernel.runtime.inference.config",
+    "ModelConfig": "simkernel.runtime.inference.config",
+    "model_architectures": "simkernel.runtime.acquisition.resolve",
+    "resolve_model": "simkernel.runtime.acquisition.resolve",
 }
 
 __all__ = list(_LAZY)
 
 if TYPE_CHECKING:  # pragma: no cover
-    from simkernel.runtime.config import ModelConfig, read_model_config  # noqa: F401
-    from simkernel.runtime.cross_encoder import CrossEncoder  # noqa: F401
-    from simkernel.runtime.resolve import model_architectures, resolve_model  # noqa: F401
+    from simkernel.runtime.acquisition.resolve import model_architectures, resolve_model  # noqa: F401
+    from simkernel.runtime.encoders import CrossEncoder, TextEncoder  # noqa: F401
+    from simkernel.runtime.inference.config import ModelConfig, read_model_config  # noqa: F401
     from simkernel.runtime.shared import clear_shared_instances, get_cross_encoder, get_text_encoder  # noqa: F401
-    from simkernel.runtime.text_encoder import TextEncoder  # noqa: F401
 
 
 def __getattr__(name: str) -> Any:

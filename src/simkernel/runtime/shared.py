@@ -10,15 +10,15 @@ import os
 import threading
 from pathlib import Path
 
-from simkernel.runtime.registry import DEFAULT_MODEL
+from simkernel.runtime.acquisition.registry import DEFAULT_MODEL
+from simkernel.runtime.acquisition.resolve import resolve_model
+from simkernel.runtime.encoders import CrossEncoder, TextEncoder
 
 _LOCK = threading.Lock()
 _INSTANCES: dict[tuple, object] = {}
 
 
 def _key(kind: str, model: str | Path, precision: str, threads: int | None, providers, token) -> tuple:
-    from simkernel.runtime.resolve import resolve_model
-
     folder = resolve_model(model, precision=precision, token=token)  # the token is not part of the key
     return (kind, str(Path(folder).resolve()), precision, threads, tuple(providers or ()))
 
@@ -42,10 +42,8 @@ def get_text_encoder(
     providers: list[str] | None = None,
     token: str | None = None,
 ):
-    """The shared :class:`~simkernel.runtime.text_encoder.TextEncoder` for these settings (created once;
+    """The shared :class:`~simkernel.runtime.TextEncoder` for these settings (created once;
     ``token`` is only used to download the model)."""
-    from simkernel.runtime.text_encoder import TextEncoder
-
     return _shared("text", TextEncoder, model, precision, threads, providers, token)
 
 
@@ -56,10 +54,8 @@ def get_cross_encoder(
     providers: list[str] | None = None,
     token: str | None = None,
 ):
-    """The shared :class:`~simkernel.runtime.cross_encoder.CrossEncoder` for these settings (created once;
+    """The shared :class:`~simkernel.runtime.CrossEncoder` for these settings (created once;
     ``token`` is only used to download the model)."""
-    from simkernel.runtime.cross_encoder import CrossEncoder
-
     return _shared("cross", CrossEncoder, model, precision, threads, providers, token)
 
 

@@ -181,7 +181,7 @@ class SASEvaluator:
             if self._similarity_model is not None:
                 return
             from simkernel.runtime import model_architectures
-            from simkernel.runtime.config import is_cross_encoder_architecture
+            from simkernel.runtime.inference.config import is_cross_encoder_architecture
 
             providers = onnx_providers(self._device_setting)  # raises first when the device is unusable
             token = (self._token.resolve_value() if self._token is not None else None) or None

@@ -22,7 +22,7 @@ import numpy as np
 from simkernel.metrics.embedding_providers.base import EmbeddingProvider, run_blocking
 
 if TYPE_CHECKING:  # pragma: no cover
-    from simkernel.runtime.text_encoder import TextEncoder
+    from simkernel.runtime import TextEncoder
 
 DEFAULT_LOCAL_MODEL = "all-MiniLM-L6-v2"
 

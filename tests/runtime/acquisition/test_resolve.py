@@ -11,7 +11,7 @@ from runtime_helpers import DEFAULT_MODEL, SPECIAL_TEXTS, make_tiny_bi_encoder
 
 from simkernel.errors import MissingDependencyError, ModelNotFoundError
 from simkernel.runtime import get_text_encoder, model_architectures
-from simkernel.runtime.resolve import local_export_id, resolve_model
+from simkernel.runtime.acquisition.resolve import local_export_id, resolve_model
 from simkernel.runtime.shared import clear_shared_instances
 
 
@@ -36,7 +36,9 @@ def test_folder_that_is_neither_bundle_nor_checkpoint(tmp_path):
 
 def test_checkpoint_without_export_extra_names_the_install(reference_checkpoint, tmp_path, monkeypatch):
     monkeypatch.setenv("SIMKERNEL_HOME", str(tmp_path / "store"))
-    monkeypatch.setitem(sys.modules, "simkernel.runtime.export", None)  # as if the export extra were absent
+    monkeypatch.setitem(
+        sys.modules, "simkernel.runtime.acquisition.export", None
+    )  # as if the export extra were absent
     with pytest.raises(
         MissingDependencyError, match=r"pip install .*simkernel\[export\].*simkernel models export"
     ):

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from simkernel.errors import ModelError
-from simkernel.runtime.config import read_model_config
+from simkernel.runtime.inference.config import read_model_config
 
 
 def _write(folder, name, data):

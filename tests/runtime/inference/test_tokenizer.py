@@ -9,7 +9,7 @@ import pytest
 from runtime_helpers import LONG_TEXT, SPECIAL_TEXTS
 
 from simkernel.errors import ModelError
-from simkernel.runtime.tokenizer import TextTokenizer, length_sorted_batches, pad_batch
+from simkernel.runtime.inference.tokenizer import TextTokenizer, length_sorted_batches, pad_batch
 
 
 @pytest.fixture(scope="module")

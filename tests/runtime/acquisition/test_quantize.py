@@ -59,7 +59,7 @@ def _u8s8_dot(x_u8: np.ndarray, w_q: np.ndarray, saturating: bool) -> np.ndarray
 def test_per_row_matmul_matches_numpy_reference(tmp_path, opset):
     import onnxruntime as ort
 
-    from simkernel.runtime.quantize import quantize_model
+    from simkernel.runtime.acquisition.quantize import quantize_model
 
     rng = np.random.default_rng(0)
     w = rng.normal(size=(64, 48)).astype(np.float32)
@@ -92,7 +92,7 @@ def test_per_row_matmul_matches_numpy_reference(tmp_path, opset):
 
 
 def test_unknown_method_and_static_without_calibration_are_errors(tmp_path):
-    from simkernel.runtime.quantize import quantize_model
+    from simkernel.runtime.acquisition.quantize import quantize_model
 
     _one_matmul_graph(tmp_path / "fp32.onnx", np.ones((4, 4), np.float32), 17)
     with pytest.raises(ValueError, match="method must be one of"):
@@ -109,7 +109,7 @@ def int8_encoder(default_bundle):
 
 
 def test_default_int8_is_per_row_quantised(default_bundle):
-    from simkernel.runtime.bundle import read_manifest
+    from simkernel.runtime.inference.bundle import read_manifest
 
     entry = read_manifest(default_bundle)["files"]["model_int8.onnx"]
     assert entry["quantization"]["method"] == "per-row" and entry["quantization"]["batch_independent"]
@@ -133,7 +133,7 @@ def test_int8_accuracy_vs_sentence_transformers(int8_encoder, st_model, probe_te
 
 @pytest.fixture(scope="session")
 def raw_minilm_graph(tmp_path_factory, reference_checkpoint):
-    from simkernel.runtime.export import export_raw_graph
+    from simkernel.runtime.acquisition.export import export_raw_graph
 
     path = tmp_path_factory.mktemp("raw") / "raw.onnx"
     export_raw_graph(reference_checkpoint, path)
@@ -159,7 +159,7 @@ def test_batch_dependence_of_dynamic_vs_per_row(
     import onnxruntime as ort
     from tokenizers import Tokenizer
 
-    from simkernel.runtime.quantize import quantize_model
+    from simkernel.runtime.acquisition.quantize import quantize_model
 
     quantize_model(raw_minilm_graph, tmp_path / "q.onnx", method=method)
     session = ort.InferenceSession(str(tmp_path / "q.onnx"), providers=["CPUExecutionProvider"])
@@ -182,8 +182,8 @@ def test_int8_keep_fp32_patterns_select_dense_layers(tmp_path, raw_minilm_graph)
     the others are quantised; a pattern matching nothing is an error listing how layers are named."""
     import onnx
 
-    from simkernel.runtime.export import matching_dense_layers
-    from simkernel.runtime.quantize import quantize_model, weight_matmuls
+    from simkernel.runtime.acquisition.export import matching_dense_layers
+    from simkernel.runtime.acquisition.quantize import quantize_model, weight_matmuls
 
     every = weight_matmuls(raw_minilm_graph)
     assert len(every) == 36  # 6 layers x (q, k, v, attention output, FFN in, FFN out)

@@ -110,7 +110,7 @@ def test_int8_is_made_locally_per_row_and_batch_independent(hub, tiny_repo):
 
 
 def test_int8_without_onnx_uses_the_published_file_with_a_warning(hub, tiny_repo, monkeypatch):
-    from simkernel.runtime import hub as hub_module
+    from simkernel.runtime.acquisition import hub as hub_module
 
     monkeypatch.setattr(hub_module, "_can_quantize_locally", lambda: False)
     with pytest.warns(UserWarning, match="batch"):
@@ -240,7 +240,7 @@ def test_repo_without_onnx_and_unknown_repo(tiny_repo, env, monkeypatch):
             TextEncoder("org/no-onnx")
         with pytest.raises(ModelNotFoundError, match="no such repo"):
             TextEncoder("org/does-not-exist")
-        from simkernel.runtime import hub as hub_module
+        from simkernel.runtime.acquisition import hub as hub_module
 
         with monkeypatch.context() as patched:  # no onnx: only a published int8 file could serve
             patched.setattr(hub_module, "_can_quantize_locally", lambda: False)
@@ -264,7 +264,7 @@ def test_unreachable_hub_is_explained(env, monkeypatch):
 
 def test_int8_failing_its_check_falls_back_to_the_published_file(hub, tiny_repo, monkeypatch):
     """A per-row int8 that misses the check against fp32 is not kept: the repo's file is, with a warning."""
-    from simkernel.runtime import hub as hub_module
+    from simkernel.runtime.acquisition import hub as hub_module
 
     monkeypatch.setattr(hub_module, "LOCAL_INT8_MIN_COSINE", 1.01)  # nothing can pass
     with pytest.warns(UserWarning, match="misses its check"):

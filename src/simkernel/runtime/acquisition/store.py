@@ -28,8 +28,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from simkernel.errors import ModelError
+from simkernel.runtime.inference.bundle import MANIFEST
+from simkernel.runtime.inference.config import read_json
 
-MANIFEST = "simkernel.json"
 _STALE_STAGING_S = 24 * 3600
 
 
@@ -160,8 +161,6 @@ def _manifest_files(manifest: dict) -> dict[str, dict]:
 def verify_bundle(folder: Path, check_hashes: bool = True) -> None:
     """Check that ``folder`` is a complete bundle: ``config.json``, an ONNX file, and every file the
     manifest lists with its byte count (and SHA-256 when ``check_hashes``). Raises :class:`ModelError`."""
-    from simkernel.runtime.config import read_json
-
     if not (folder / "config.json").is_file():
         raise ModelError(f"{folder / 'config.json'} is missing: the bundle is incomplete")
     if not any(folder.glob("*.onnx")):
@@ -258,8 +257,6 @@ class StoredModel:
 
 def list_models() -> list[StoredModel]:
     """Every bundle in the store, sorted by id (the id is the manifest's ``id``, else the folder name)."""
-    from simkernel.runtime.config import read_json
-
     models_root = store_root() / "models"
     if not models_root.is_dir():
         return []

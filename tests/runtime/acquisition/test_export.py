@@ -31,7 +31,7 @@ LONG = " ".join(["a very long answer with many many words"] * 120)  # > 256 toke
 
 @pytest.fixture(scope="session")
 def minilm_export(tmp_path_factory, reference_checkpoint) -> Path:
-    from simkernel.runtime.export import export_model
+    from simkernel.runtime.acquisition.export import export_model
 
     dst = tmp_path_factory.mktemp("export") / "minilm"
     return export_model(reference_checkpoint, dst, ("fp32", "int8"), model_id="test/minilm")
@@ -46,7 +46,7 @@ def cross_checkpoint(tmp_path_factory, reference_checkpoint) -> Path:
 
 @pytest.fixture(scope="session")
 def cross_export(tmp_path_factory, cross_checkpoint) -> Path:
-    from simkernel.runtime.export import export_model
+    from simkernel.runtime.acquisition.export import export_model
 
     script = prepare_test_models_script()
     return export_model(
@@ -83,7 +83,7 @@ def test_bi_encoder_export_matches_sentence_transformers(minilm_export, st_model
 def test_bi_encoder_manifest_records_sources_files_and_parity(
     minilm_export, reference_checkpoint, haystack_fixture
 ):
-    from simkernel.runtime.store import file_sha256, verify_bundle
+    from simkernel.runtime.acquisition.store import file_sha256, verify_bundle
 
     manifest = json.loads((minilm_export / "simkernel.json").read_text(encoding="utf-8"))
     assert manifest["format"] == 1 and manifest["id"] == "test/minilm" and manifest["kind"] == "bi-encoder"
@@ -132,7 +132,7 @@ def test_graph_interface_int64_inputs_dynamic_axes(minilm_export, name):
 def test_fp32_graph_is_pre_optimised_and_loads_with_basic_level(minilm_export):
     import onnx
 
-    from simkernel.runtime.bundle import session_optimization
+    from simkernel.runtime.inference.bundle import session_optimization
 
     ops = {n.op_type for n in onnx.load(str(minilm_export / "model.onnx")).graph.node}
     assert "LayerNormalization" in ops  # onnxruntime's extended passes ran at export time
@@ -185,7 +185,7 @@ def test_cross_encoder_int8_is_batch_independent(cross_export, st_cross):
 
 
 def test_parity_failure_writes_nothing(tmp_path, cross_checkpoint):
-    from simkernel.runtime.export import ParityError, export_model
+    from simkernel.runtime.acquisition.export import ParityError, export_model
 
     dst = tmp_path / "out" / "bundle"
     impossible = {("cross-encoder", "fp32"): {"max_abs_diff": -1.0}}
@@ -197,7 +197,7 @@ def test_parity_failure_writes_nothing(tmp_path, cross_checkpoint):
 
 def test_existing_destination_is_not_overwritten(tmp_path, cross_checkpoint):
     from simkernel.errors import ModelError
-    from simkernel.runtime.export import export_model
+    from simkernel.runtime.acquisition.export import export_model
 
     dst = tmp_path / "taken"
     dst.mkdir()
@@ -209,7 +209,7 @@ def test_existing_destination_is_not_overwritten(tmp_path, cross_checkpoint):
 
 def test_not_a_checkpoint_is_a_clear_error(tmp_path):
     from simkernel.errors import ModelError
-    from simkernel.runtime.export import export_model
+    from simkernel.runtime.acquisition.export import export_model
 
     with pytest.raises(ModelError, match="config.json is missing"):
         export_model(tmp_path, tmp_path / "out")
@@ -222,7 +222,7 @@ def test_truncated_bi_encoder_export_to_store(tmp_path, monkeypatch, reference_c
     from sentence_transformers import SentenceTransformer
 
     from simkernel.runtime import TextEncoder, store
-    from simkernel.runtime.export import export_to_store
+    from simkernel.runtime.acquisition.export import export_to_store
 
     monkeypatch.setenv("SIMKERNEL_HOME", str(tmp_path / "home"))
     checkpoint = build_truncated_bi_encoder(reference_checkpoint, tmp_path / "ckpt", num_layers=1)
@@ -238,7 +238,7 @@ def test_truncated_bi_encoder_export_to_store(tmp_path, monkeypatch, reference_c
 def test_missing_export_extra_names_the_install_command(tmp_path, reference_checkpoint):
     blocker = block_imports_dir(tmp_path / "block", ("torch",))
     code = (
-        "from simkernel.runtime.export import export_model\n"
+        "from simkernel.runtime.acquisition.export import export_model\n"
         "from simkernel.errors import MissingDependencyError\n"
         f"try:\n    export_model({str(reference_checkpoint)!r}, {str(tmp_path / 'out')!r})\n"
         "except MissingDependencyError as exc:\n    print('MISSING:', exc)\n"

@@ -8,8 +8,8 @@ Tried in this order; if all fail, :class:`ModelNotFoundError` lists every attemp
    to ONNX on first use into the store (id ``local/<folder name>-<hash of path and weights>``), which
    needs the ``export`` extra (``pip install 'simkernel[export]'``); without it the error names that
    command and ``simkernel models export SRC DST``;
-3. a model id already in the store (``simkernel.runtime.store.model_dir(id)``);
-4. the Hugging Face hub (:mod:`simkernel.runtime.hub`): the repo's published ONNX files.
+3. a model id already in the store (``simkernel.runtime.acquisition.store.model_dir(id)``);
+4. the Hugging Face hub (:mod:`simkernel.runtime.acquisition.hub`): the repo's published ONNX files.
 
 Short sentence-transformers names (``"all-MiniLM-L6-v2"``) and renamed repos resolve through the
 registry's aliases.
@@ -22,9 +22,11 @@ import os
 from pathlib import Path
 
 from simkernel.errors import MissingDependencyError, ModelError, ModelNotFoundError
-from simkernel.runtime import store
-from simkernel.runtime.bundle import PRECISIONS, check_precision, is_bundle
-from simkernel.runtime.registry import DEFAULT_MODEL, canonical_id
+from simkernel.runtime.acquisition import store
+from simkernel.runtime.acquisition.hub import download_bundle, explain_failure, fetch_file, hub_settings
+from simkernel.runtime.acquisition.registry import DEFAULT_MODEL, canonical_id, known_model
+from simkernel.runtime.inference.bundle import PRECISIONS, check_precision, is_bundle
+from simkernel.runtime.inference.config import read_json, read_model_config
 
 WEIGHT_FILES = (
     "model.safetensors",
@@ -62,7 +64,7 @@ def _export_checkpoint(folder: Path, precision: str) -> Path:
     if (dest / PRECISIONS[precision]).is_file():
         return dest
     try:
-        from simkernel.runtime.export import export_model
+        from simkernel.runtime.acquisition.export import export_model
     except ImportError as exc:
         raise MissingDependencyError(
             f"{folder} is a checkpoint, not an ONNX bundle, and exporting it needs the export extra ({exc}). "
@@ -129,8 +131,6 @@ def resolve_model(
     else:
         attempts.append(f"store {folder}: not there (SIMKERNEL_HOME={store.store_root()})")
 
-    from simkernel.runtime.hub import download_bundle
-
     try:
         return download_bundle(model_id, precision=precision, token=token)
     except ModelError as exc:
@@ -156,8 +156,6 @@ def model_architectures(model: str | Path = DEFAULT_MODEL, token: str | None = N
     ``config.json`` is fetched from the hub (with ``token``, default ``HF_TOKEN``). Used to choose bi- vs
     cross-encoder as Haystack does.
     """
-    from simkernel.runtime.config import read_model_config
-
     text = os.fspath(model)
     path = Path(text).expanduser()
     if path.is_dir():
@@ -172,20 +170,16 @@ def model_architectures(model: str | Path = DEFAULT_MODEL, token: str | None = N
 
 
 def _hub_architectures(model_id: str, token: str | None = None) -> list[str]:
-    from simkernel.runtime.config import read_json
-    from simkernel.runtime.hub import _explain, _fetch, hub_settings
-    from simkernel.runtime.registry import known_model
-
     known = known_model(model_id)
     repo = known.hub_repo if known else model_id
     revision = known.revision if known else "main"
     settings = hub_settings(token)
     try:
-        cached = _fetch(repo, "config.json", revision, settings)
+        cached = fetch_file(repo, "config.json", revision, settings)
     except Exception as exc:
         raise ModelNotFoundError(
             f"cannot find model {model_id!r}: not in the store ({folder_hint(model_id)}) and "
-            f"{_explain(repo, revision, settings, exc)}"
+            f"{explain_failure(repo, revision, settings, exc)}"
         ) from exc
     if cached is None:
         raise ModelNotFoundError(f"cannot find model {model_id!r}: {repo} has no config.json")

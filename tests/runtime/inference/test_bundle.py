@@ -7,7 +7,7 @@ import json
 import pytest
 
 from simkernel.errors import ModelError
-from simkernel.runtime.bundle import is_bundle, onnx_file, session_optimization
+from simkernel.runtime.inference.bundle import is_bundle, onnx_file, session_optimization
 
 
 def test_default_bundle_is_pre_optimised(default_bundle):

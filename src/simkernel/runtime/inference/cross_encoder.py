@@ -1,4 +1,5 @@
-"""``CrossEncoder``: scores of (text_a, text_b) pairs on onnxruntime, matching sentence-transformers."""
+"""``BundleCrossEncoder``: scores of (text_a, text_b) pairs by a cross-encoder bundle on onnxruntime,
+matching sentence-transformers."""
 
 from __future__ import annotations
 
@@ -8,11 +9,11 @@ from pathlib import Path
 import numpy as np
 
 from simkernel.errors import ModelError
-from simkernel.runtime.bundle import check_precision, open_bundle
-from simkernel.runtime.config import ModelConfig, read_model_config
-from simkernel.runtime.inputs import check_batch_size, check_pairs
-from simkernel.runtime.session import LOGITS_OUTPUTS
-from simkernel.runtime.tokenizer import length_sorted_batches
+from simkernel.runtime.inference.bundle import check_precision, open_bundle
+from simkernel.runtime.inference.config import ModelConfig, read_model_config
+from simkernel.runtime.inference.inputs import check_batch_size, check_pairs
+from simkernel.runtime.inference.session import LOGITS_OUTPUTS
+from simkernel.runtime.inference.tokenizer import length_sorted_batches
 
 
 def _sigmoid(x: np.ndarray) -> np.ndarray:
@@ -35,8 +36,13 @@ ACTIVATIONS = {
 }
 
 
-class CrossEncoder:
-    """Score text pairs with a cross-encoder (``...ForSequenceClassification``) exported to ONNX.
+class BundleCrossEncoder:
+    """Score text pairs with a cross-encoder (``...ForSequenceClassification``) exported to ONNX, loaded
+    from a bundle folder.
+
+    The core of :class:`simkernel.runtime.CrossEncoder`, which resolves a model name to its bundle folder
+    first (this class never resolves names, downloads or exports); ``name`` is what the caller called the
+    model (kept in :attr:`model` and named in errors; default the folder).
 
     The activation on the logits is the one sentence-transformers' ``CrossEncoder`` picks
     (:attr:`activation`): the ``activation_fn`` in the model's ``config.json`` if it names a torch
@@ -44,23 +50,22 @@ class CrossEncoder:
     Pairs are tokenized as one sequence (``[CLS] a [SEP] b [SEP]``), truncated longest-first at
     ``max_seq_length``. Thread-safe.
 
-    ``threads``: CPU threads, used as :class:`TextEncoder` uses them (intra-op for one batch, one worker
-    per thread for several). ``token`` is the Hugging Face token for downloading a private or gated repo
-    (default: ``HF_TOKEN``); unused when the model is a local folder or already in the store.
+    ``threads``: CPU threads, used as :class:`BundleTextEncoder` uses them (intra-op for one batch, one
+    worker per thread for several).
     """
 
     def __init__(
         self,
-        model: str | Path,
+        folder: str | Path,
         precision: str = "fp32",
         threads: int | None = None,
         providers: list[str] | None = None,
-        token: str | None = None,
+        *,
+        name: str | Path | None = None,
     ) -> None:
-        from simkernel.runtime.resolve import resolve_model
-
         check_precision(precision)
-        folder = resolve_model(model, precision=precision, token=token)
+        folder = Path(folder)
+        model = str(folder) if name is None else name
         config = read_model_config(folder)
         if config.kind != "cross-encoder":
             raise ModelError(
@@ -85,7 +90,8 @@ class CrossEncoder:
 
     def __repr__(self) -> str:
         return (
-            f"CrossEncoder(model={self.model!r}, precision={self.precision!r}, num_labels={self.num_labels}, "
+            f"{type(self).__name__}(model={self.model!r}, precision={self.precision!r}, "
+            f"num_labels={self.num_labels}, "
             f"activation={self.activation!r}, path={str(self.model_path)!r})"
         )
 

@@ -10,8 +10,8 @@ import time
 import numpy as np
 import pytest
 
-from simkernel.runtime.bundle import onnx_file
-from simkernel.runtime.session import TOKEN_EMBEDDING_OUTPUTS, OnnxEncoderSession
+from simkernel.runtime.inference.bundle import onnx_file
+from simkernel.runtime.inference.session import TOKEN_EMBEDDING_OUTPUTS, OnnxEncoderSession
 
 
 @pytest.fixture(scope="module")

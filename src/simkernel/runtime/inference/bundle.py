@@ -1,7 +1,7 @@
 """What a bundle folder holds: which ONNX file serves a precision, and how it was optimised.
 
-A bundle (see ``simkernel.runtime.store``) keeps ``model.onnx`` (fp32) and optionally ``model_int8.onnx``
-next to the checkpoint's configuration files and the ``simkernel.json`` manifest.
+A bundle (written by :mod:`simkernel.runtime.acquisition`) keeps ``model.onnx`` (fp32) and optionally
+``model_int8.onnx`` next to the checkpoint's configuration files and the ``simkernel.json`` manifest.
 """
 
 from __future__ import annotations
@@ -9,9 +9,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from simkernel.errors import ModelError
-from simkernel.runtime.config import read_json
-from simkernel.runtime.store import MANIFEST
+from simkernel.runtime.inference.config import read_json
+from simkernel.runtime.inference.session import OnnxEncoderSession
+from simkernel.runtime.inference.tokenizer import TextTokenizer
 
+MANIFEST = "simkernel.json"  # the bundle's manifest: what each file is, where it came from, its checks
 PRECISIONS = {"fp32": "model.onnx", "int8": "model_int8.onnx"}
 _PRE_OPTIMISED_LEVELS = {
     "basic",
@@ -88,13 +90,10 @@ def open_bundle(
 ):
     """The onnxruntime session of ``precision`` and the tokenizer of the bundle ``folder``.
 
-    ``config`` is its :class:`~simkernel.runtime.config.ModelConfig`; ``outputs`` the output names the
-    caller accepts; ``lowercase`` whether texts are lower-cased before tokenization (bi-encoders whose
-    config says so).
+    ``config`` is its :class:`~simkernel.runtime.inference.config.ModelConfig`; ``outputs`` the output
+    names the caller accepts; ``lowercase`` whether texts are lower-cased before tokenization
+    (bi-encoders whose config says so).
     """
-    from simkernel.runtime.session import OnnxEncoderSession
-    from simkernel.runtime.tokenizer import TextTokenizer
-
     path = onnx_file(folder, precision)
     optimization = session_optimization(folder, path.name)
     session = OnnxEncoderSession(

