@@ -221,7 +221,8 @@ def test_truncated_bi_encoder_export_to_store(tmp_path, monkeypatch, reference_c
     """export_to_store: atomic install under the id; the result loads by id like any stored model."""
     from sentence_transformers import SentenceTransformer
 
-    from simkernel.runtime import TextEncoder, store
+    from simkernel.runtime import TextEncoder
+    from simkernel.runtime.acquisition import store
     from simkernel.runtime.acquisition.export import export_to_store
 
     monkeypatch.setenv("SIMKERNEL_HOME", str(tmp_path / "home"))

@@ -17,7 +17,8 @@ from fake_hub import COMMIT, FakeHub
 from runtime_helpers import SPECIAL_TEXTS, make_tiny_bi_encoder
 
 from simkernel.errors import ModelNotFoundError
-from simkernel.runtime import TextEncoder, store
+from simkernel.runtime import TextEncoder
+from simkernel.runtime.acquisition import store
 
 pytestmark = [
     pytest.mark.filterwarnings("ignore:Converting a tensor to a Python boolean"),

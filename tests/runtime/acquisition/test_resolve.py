@@ -84,7 +84,8 @@ def test_model_architectures(default_bundle, reference_checkpoint, tiny_models_r
 def test_checkpoint_is_exported_on_first_use(tiny_models_root, reference_checkpoint, tmp_path, monkeypatch):
     from sentence_transformers import SentenceTransformer
 
-    from simkernel.runtime import TextEncoder, store
+    from simkernel.runtime import TextEncoder
+    from simkernel.runtime.acquisition import store
 
     monkeypatch.setenv("SIMKERNEL_HOME", str(tmp_path / "store"))
     bundle = make_tiny_bi_encoder(tiny_models_root, reference_checkpoint, "mean", True)
