@@ -80,7 +80,7 @@ def test_exception_in_a_batch_is_raised_to_the_caller(graph):
 
 def test_default_workers_follow_the_cpus(graph, monkeypatch):
     # the figure of simkernel.cpu_budget (affinity mask and cgroup quota; tested in tests/test_cpu_budget.py)
-    import simkernel.runtime.session as session_module
+    import simkernel.runtime.inference.session as session_module
 
     monkeypatch.setattr(session_module, "available_cpus", lambda: 3)
     assert OnnxEncoderSession(graph, TOKEN_EMBEDDING_OUTPUTS).workers == 3
