@@ -243,6 +243,8 @@ def test_cuda_device_maps_to_the_cuda_execution_provider(monkeypatch):
     )
     monkeypatch.setattr(runtime, "TextEncoder", FakeEncoder)
     monkeypatch.setattr(runtime, "model_architectures", lambda model, token=None: ["BertModel"])
+    for name in ("HF_API_TOKEN", "HF_TOKEN"):  # the default token Secret reads them: none here
+        monkeypatch.delenv(name, raising=False)
     SASEvaluator(model="some/model", device="cuda:1", precision="int8", threads=3).warm_up()
     assert created == [
         (
