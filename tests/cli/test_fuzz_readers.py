@@ -34,7 +34,13 @@ SENTINEL = b"previous content of OUT\n"
 HOSTILE = list(",\"\t\n\r\x00\ufeff\x85\u2028\u2029 '\\{}[]:") + ["Париж", "北京", "é", "\x1e", "\x0c"]
 
 
-PIECES = [*HOSTILE, "a", "Berlin", "Лев Толстой", "法国的首都是巴黎。", "  "]
+PIECES = [*HOSTILE, "a", "Berlin", "Лев Толстой", "法国的首都是巴黎。", "  ", "😀"]
+# lines a JSONL file may hold: lone surrogate escapes (not text: an error) and a pair (an emoji: fine)
+SURROGATE_LINES = [
+    '{"ground_truth": "\\ud83d", "predicted": "a"}',
+    '{"ground_truth": "a", "predicted": "x\\ude00", "note": ["\\udfff"]}',
+    '{"ground_truth": "\\ud83d\\ude00", "predicted": "\\ud83d\\ude00"}',
+]
 # texts built from hostile pieces (cheap to generate), and any unicode text now and then
 TEXT = st.lists(st.sampled_from(PIECES), max_size=6).map("".join) | st.text(max_size=4)
 ROWS = st.lists(st.tuples(TEXT, TEXT, TEXT), max_size=8)
@@ -221,7 +227,10 @@ def test_well_formed_jsonl_scores(fuzz_dir, rows, terminator, ascii_only):
 
 @fuzz(1000)
 @given(
-    lines=st.lists(JSON_VALUE.map(lambda v: json.dumps(v, ensure_ascii=False)) | TEXT, max_size=8),
+    lines=st.lists(
+        JSON_VALUE.map(lambda v: json.dumps(v, ensure_ascii=False)) | TEXT | st.sampled_from(SURROGATE_LINES),
+        max_size=8,
+    ),
     mutations=st.lists(MUTATION, max_size=2),
 )
 def test_damaged_jsonl_scores_or_fails_in_one_line(fuzz_dir, lines, mutations):

@@ -173,3 +173,12 @@ def test_jsonl_lines_end_at_line_feeds_only(tmp_path):
     table = read_table(str(path))
     assert table.rows == rows
     assert table.line_numbers == [1, 2]
+
+
+def test_jsonl_lone_surrogate_escape_is_an_error_naming_the_line(tmp_path):
+    path = tmp_path / "t.jsonl"
+    path.write_text('{"a": "\\ud83d\\ude00"}\n{"a": "x\\ud800"}\n', encoding="utf-8")
+    with pytest.raises(DataError, match=r"line 2: a \\u escape gives a lone surrogate"):
+        read_table(str(path))
+    path.write_text('{"a": "\\ud83d\\ude00"}\n', encoding="utf-8")  # a pair is an emoji
+    assert read_table(str(path)).rows == [{"a": "😀"}]

@@ -182,6 +182,11 @@ def _parse_jsonl(text: str, source: str) -> Table:
                 f"{source} line {number}: not valid JSON ({exc.msg} at column {exc.colno}); "
                 "each line must hold one JSON object"
             ) from None
+        if "\\u" in line and _has_lone_surrogate(row):
+            raise DataError(
+                f"{source} line {number}: a \\u escape gives a lone surrogate (U+D800-U+DFFF without its "
+                "pair), which is not Unicode text; fix that escape"
+            )
         if not isinstance(row, dict):
             raise DataError(
                 f"{source} line {number}: a JSON {type(row).__name__} where a JSON object is expected; "
@@ -191,6 +196,17 @@ def _parse_jsonl(text: str, source: str) -> Table:
         rows.append(row)
         line_numbers.append(number)
     return Table(list(columns), rows, line_numbers, "jsonl", source)
+
+
+def _has_lone_surrogate(value: Any) -> bool:
+    """Whether a parsed JSON value holds a string (value or key) with an unpaired surrogate."""
+    if isinstance(value, str):
+        return not value.isascii() and any("\ud800" <= c <= "\udfff" for c in value)
+    if isinstance(value, list):
+        return any(_has_lone_surrogate(v) for v in value)
+    if isinstance(value, dict):
+        return any(_has_lone_surrogate(k) or _has_lone_surrogate(v) for k, v in value.items())
+    return False
 
 
 def write_table(

@@ -29,6 +29,7 @@ import numpy as np
 from simkernel.metrics.console import print_metric_result
 from simkernel.metrics.embedding_providers import EmbeddingProvider, get_embedding_provider
 from simkernel.metrics.scoring import score_groups
+from simkernel.runtime.inputs import check_unicode
 
 __all__ = ["ReferenceMatchMetric", "SemanticSimilarityMetric"]
 
@@ -63,6 +64,7 @@ def _check_references(references: Any) -> list[str]:
                 f"references[{i}] must be a string, got {type(ref).__name__}: {ref!r}; "
                 "convert it with str() or remove it"
             )
+        check_unicode(ref, f"references[{i}]")
     return refs
 
 
@@ -79,6 +81,7 @@ def _text_field(test_case: Any, field: str) -> str:
         return ""
     if not isinstance(value, str):
         raise TypeError(f"test_case.{field} must be a string, got {type(value).__name__}: {value!r}")
+    check_unicode(value, f"test_case.{field}")
     return value
 
 

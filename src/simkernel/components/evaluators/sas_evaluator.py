@@ -53,6 +53,7 @@ from simkernel.components._haystack import haystack_component, output_types, reg
 from simkernel.components.device import component_device, device_string, device_to_dict, onnx_providers
 from simkernel.components.secret import Secret, SecretLike, secret_from_dict
 from simkernel.components.serialization import check_type
+from simkernel.runtime.inputs import check_unicode
 
 HAYSTACK_TYPE = "haystack.components.evaluators.sas_evaluator.SASEvaluator"
 DEFAULT_MODEL = "sentence-transformers/paraphrase-multilingual-mpnet-base-v2"
@@ -288,6 +289,7 @@ def _checked_predictions(predicted_answers: Sequence[Any]) -> list[str]:
                 f"predicted_answers[{i}] is {type(answer).__name__} ({answer!r}); every predicted answer "
                 "must be a string"
             )
+        check_unicode(answer, f"predicted_answers[{i}]")
     return out
 
 
@@ -297,10 +299,13 @@ def _ground_truth_groups(ground_truth_answers: Sequence[Any]) -> tuple[list[list
         raise ValueError("ground_truth_answers must be a list of strings, got a single string")
     answers = list(ground_truth_answers)
     if all(isinstance(answer, str) for answer in answers):
+        for i, answer in enumerate(answers):
+            check_unicode(answer, f"ground_truth_answers[{i}]")
         return [[answer] for answer in answers], False
     groups = []
     for i, answer in enumerate(answers):
         if isinstance(answer, str):
+            check_unicode(answer, f"ground_truth_answers[{i}]")
             groups.append([answer])
             continue
         if answer is None or not isinstance(answer, (list, tuple)):
@@ -319,6 +324,7 @@ def _ground_truth_groups(ground_truth_answers: Sequence[Any]) -> tuple[list[list
                     f"ground_truth_answers[{i}][{j}] is {type(text).__name__} ({text!r}); every ground truth "
                     "must be a string"
                 )
+            check_unicode(text, f"ground_truth_answers[{i}][{j}]")
         groups.append(list(answer))
     return groups, True
 

@@ -21,7 +21,23 @@ def check_texts(texts: Iterable[str]) -> list[str]:
                 "string "
                 "(convert or drop it; use '' for an empty answer)"
             )
+        check_unicode(item, f"texts[{index}]")
     return items
+
+
+def check_unicode(text: str, where: str) -> None:
+    """ValueError naming ``where`` when ``text`` holds a lone surrogate (U+D800-U+DFFF), which is not
+    Unicode text (the tokenizer cannot take it); such strings come from bytes decoded with
+    ``errors="surrogateescape"`` or from broken JSON escapes. ASCII text is checked in O(1)."""
+    if text.isascii():
+        return
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ValueError(
+            f"{where} holds a lone surrogate U+{ord(text[exc.start]):04X} at position {exc.start}, which is "
+            "not valid Unicode text; repair it, e.g. text.encode('utf-8', 'replace').decode('utf-8')"
+        ) from None
 
 
 def check_pairs(pairs: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
@@ -39,6 +55,7 @@ def check_pairs(pairs: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
                     f"pairs[{index}][{side}] is {type(item).__name__} ({item!r:.60}), not str; "
                     "every text must be a string"
                 )
+            check_unicode(item, f"pairs[{index}][{side}]")
         items.append((a, b))
     return items
 
