@@ -29,7 +29,7 @@ import numpy as np
 from simkernel.metrics.console import print_metric_result
 from simkernel.metrics.embedding_providers import EmbeddingProvider, get_embedding_provider
 from simkernel.metrics.scoring import score_groups
-from simkernel.runtime.inputs import check_unicode
+from simkernel.runtime.inference.inputs import check_unicode
 
 __all__ = ["ReferenceMatchMetric", "SemanticSimilarityMetric"]
 

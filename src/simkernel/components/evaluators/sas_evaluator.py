@@ -53,7 +53,7 @@ from simkernel.components._haystack import haystack_component, output_types, reg
 from simkernel.components.device import component_device, device_string, device_to_dict, onnx_providers
 from simkernel.components.secret import Secret, SecretLike, secret_from_dict
 from simkernel.components.serialization import check_type
-from simkernel.runtime.inputs import check_unicode
+from simkernel.runtime.inference.inputs import check_unicode
 
 HAYSTACK_TYPE = "haystack.components.evaluators.sas_evaluator.SASEvaluator"
 DEFAULT_MODEL = "sentence-transformers/paraphrase-multilingual-mpnet-base-v2"
