@@ -11,6 +11,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import numpy as np
+from tests.fault_http import send_fault
 
 SERVER_KEY = "sk-test-loopback"
 SERVER_DIM = 8
@@ -62,7 +63,11 @@ def server_tokens(texts: list[str]) -> int:
 
 @dataclass
 class EmbeddingServer:
-    """State of the loopback server: scripted answers (consumed one per authorised request) and a log."""
+    """State of the loopback server: scripted answers (consumed one per authorised request) and a log.
+
+    An answer is a dict: ``status`` (and ``message``, ``headers``), ``sleep`` seconds before answering,
+    ``raw`` body bytes, ``reverse`` (data in reverse order), or ``fault`` (one of
+    :data:`tests.fault_http.FAULTS`, sent instead of the correct answer)."""
 
     url: str
     script: list[dict[str, Any]] = field(default_factory=list)
@@ -152,15 +157,16 @@ def _handler_for(state: EmbeddingServer):
             if action.get("reverse"):
                 data.reverse()
             tokens = server_tokens(inputs)
-            self._send(
-                200,
-                {
-                    "object": "list",
-                    "data": data,
-                    "model": body["model"],
-                    "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
-                },
-            )
+            payload = {
+                "object": "list",
+                "data": data,
+                "model": body["model"],
+                "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
+            }
+            if "fault" in action:  # a network fault instead of this answer (tests/fault_http.py)
+                send_fault(self, action["fault"], json.dumps(payload).encode("utf-8"))
+                return
+            self._send(200, payload)
 
     return Handler
 

@@ -14,9 +14,13 @@ LiteLLM proxy, Azure-style gateways that accept a bearer token) through ``OPENAI
   call to 6 decimals, which bills a typical 30-token case as $0.000001 or $0 and makes totals over many
   cases wrong); models missing from :data:`PRICES_PER_MILLION_TOKENS` cost 0.0 unless ``price_per_million``
   is given.
-- ``timeout`` seconds per attempt; ``max_retries`` more attempts after timeouts, connection errors and
-  HTTP 408, 409, 429 and 5xx, waiting ``Retry-After``/``retry-after-ms`` when the server sends one (up to
-  60 s), else exponential backoff ``initial_backoff * 2**attempt`` capped at ``max_backoff``, with jitter.
+- ``timeout`` seconds per attempt, wall clock (a server that trickles its answer is cut off too, see
+  :mod:`~simkernel.metrics.embedding_providers.deadline`); ``max_retries`` more attempts after timeouts,
+  refused, reset or cut-short connections and HTTP 408, 409, 429 and 5xx, waiting
+  ``Retry-After``/``retry-after-ms`` when the server sends one (up to 60 s), else exponential backoff
+  ``initial_backoff * 2**attempt`` capped at ``max_backoff``, with jitter. A call therefore ends within
+  ``(max_retries + 1) * timeout`` plus the waits between attempts. A 200 whose body is not an
+  embeddings response (malformed or truncated JSON) is an error at once, not retried.
 - Failures raise :class:`EmbeddingAPIError` with the HTTP status and the server's own message; a missing
   key raises :class:`EmbeddingConfigurationError` saying how to set it.
 - Model names: eval_lib accepts ``"openai:text-embedding-3-small"``; that prefix is stripped, and any other
@@ -26,6 +30,7 @@ LiteLLM proxy, Azure-style gateways that accept a bearer token) through ``OPENAI
 from __future__ import annotations
 
 import email.utils
+import http.client
 import json
 import os
 import random
@@ -41,6 +46,7 @@ import numpy as np
 from simkernel import __version__
 from simkernel.errors import SimkernelError
 from simkernel.metrics.embedding_providers.base import EmbeddingProvider, run_blocking
+from simkernel.metrics.embedding_providers.deadline import Deadline, open_with_deadline
 
 DEFAULT_OPENAI_MODEL = "text-embedding-3-small"
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -205,32 +211,39 @@ class OpenAIEmbeddingProvider(EmbeddingProvider):
         for attempt in range(attempts):
             request = urllib.request.Request(url, data=data, headers=headers, method="POST")
             retry_headers: Mapping[str, str] | None = None
-            try:
-                with urllib.request.urlopen(request, timeout=self.timeout) as response:
-                    return self._parse(response.read(), len(inputs), url)
-            except urllib.error.HTTPError as exc:
-                status, error_body = exc.code, exc.read()
-                retry_headers = {k.lower(): v for k, v in (exc.headers or {}).items()}
-                retryable = status in _RETRY_STATUSES or status >= 500
-                if not retryable or attempt + 1 == attempts:
-                    raise self._http_error(status, _server_message(error_body), url, attempt + 1) from None
-            except TimeoutError as exc:
-                if attempt + 1 == attempts:
-                    raise self._transport_error(f"timed out after {self.timeout:g} s", url, attempts) from exc
-            except urllib.error.URLError as exc:
-                reason = exc.reason
-                what = (
-                    f"timed out after {self.timeout:g} s"
-                    if isinstance(reason, (TimeoutError, socket.timeout))
-                    else f"could not connect ({reason})"
-                )
-                if attempt + 1 == attempts:
-                    raise self._transport_error(what, url, attempts) from exc
-            except (ConnectionError, OSError) as exc:  # reset or closed while reading the response
-                if attempt + 1 == attempts:
-                    raise self._transport_error(f"connection failed ({exc})", url, attempts) from exc
+            with Deadline(self.timeout) as deadline:
+                try:
+                    raw = open_with_deadline(request, deadline, self.timeout)
+                except urllib.error.HTTPError as exc:  # before OSError: it is one
+                    status = exc.code
+                    try:
+                        error_body = exc.read()
+                    except (OSError, http.client.HTTPException):  # the error body broke off too
+                        error_body = b""
+                    retry_headers = {k.lower(): v for k, v in (exc.headers or {}).items()}
+                    retryable = status in _RETRY_STATUSES or status >= 500
+                    if not retryable or attempt + 1 == attempts:
+                        raise self._http_error(
+                            status, _server_message(error_body), url, attempt + 1
+                        ) from None
+                except (OSError, http.client.HTTPException) as exc:  # refused, reset, cut short, timed out
+                    if attempt + 1 == attempts:
+                        raise self._transport_error(self._what_failed(exc, deadline), url, attempts) from exc
+                else:
+                    return self._parse(raw, len(inputs), url)
             time.sleep(self._backoff_s(attempt, retry_headers))
         raise AssertionError("unreachable")  # pragma: no cover
+
+    def _what_failed(self, exc: BaseException, deadline: Deadline) -> str:
+        """What went wrong with one attempt, in words, for the final error."""
+        reason = exc.reason if isinstance(exc, urllib.error.URLError) else exc
+        if deadline.expired or isinstance(reason, (TimeoutError, socket.timeout)):
+            return f"timed out after {self.timeout:g} s"
+        if isinstance(exc, urllib.error.URLError):
+            return f"could not connect ({reason})"
+        if isinstance(exc, http.client.IncompleteRead):
+            return f"the response broke off before its end ({exc!r})"
+        return f"connection failed ({type(exc).__name__}: {exc})"
 
     def _parse(self, raw: bytes, expected: int, url: str) -> tuple[list[list[float]], int]:
         try:
