@@ -2,11 +2,12 @@
 
 Why not onnxruntime's ``quantize_dynamic``: its ``DynamicQuantizeLinear`` computes ONE activation scale
 over the whole input tensor, i.e. over every token of every text in the batch. A text's embedding then
-depends on which other texts share its batch (cosine 0.977 between the same text embedded alone and in a
-batch, see benchmarks/README.md), so an evaluation metric would give the same pair different scores
-depending on what else is scored. That is a defect for an evaluation library.
+depends on which other texts share its batch (benchmarks/studies/README.md), so an evaluation metric would
+give the same pair different scores depending on what else is scored. That is a defect for an evaluation
+library, so this package does not offer it (the study that measures it has its own copy,
+``benchmarks/studies/dynamic_int8.py``).
 
-The methods here (chosen by measurement, ``benchmarks/int8_study.py``):
+The methods here (chosen by measurement, ``benchmarks/studies/int8_study.py``):
 
 ``"per-row"`` (the default)
     Every ``MatMul`` whose right operand is a weight initializer ``W`` (K, N) becomes::
@@ -24,10 +25,6 @@ The methods here (chosen by measurement, ``benchmarks/int8_study.py``):
     onnxruntime ``quantize_static`` (QDQ, per-channel int8 weights, uint8 activations) with scales
     calibrated on the texts given; also batch-independent, but its fixed ranges clip outliers of
     texts unlike the calibration set.
-``"dynamic"`` / ``"dynamic-per-channel"``
-    onnxruntime ``quantize_dynamic`` (per-tensor activation scales): batch-DEPENDENT, kept only so the
-    study can measure it; never the default.
-
 Weights are rounded half-to-even (numpy/ONNX ``Round``), clipped to [-127, 127].
 """
 
@@ -38,7 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
-QUANTIZATION_METHODS = ("per-row", "static", "dynamic", "dynamic-per-channel")
+QUANTIZATION_METHODS = ("per-row", "static")
 DEFAULT_QUANTIZATION = "per-row"
 QUANTIZE_OPSET = 21  # QuantizeLinear with block_size (one scale per token row)
 
@@ -70,46 +67,31 @@ def quantize_model(
     from simkernel._optional import import_optional
 
     quant = import_optional("onnxruntime.quantization", "export", "int8 quantisation")
-    if method == "static":
-        if calibration_feeds is None:
-            raise ValueError("method='static' needs calibration_feeds (input name -> int64 array dicts)")
-        reader = _FeedReader(list(calibration_feeds))
-        quant.quantize_static(
-            str(src),
-            str(dst),
-            reader,
-            quant_format=quant.QuantFormat.QDQ,
-            op_types_to_quantize=["MatMul"],
-            per_channel=True,
-            activation_type=quant.QuantType.QUInt8,
-            weight_type=quant.QuantType.QInt8,
-            nodes_to_quantize=weight_matmuls(src),
-            nodes_to_exclude=list(exclude_nodes),
-            calibrate_method=quant.CalibrationMethod.MinMax,
-            extra_options={"ActivationSymmetric": False, "WeightSymmetric": True},
-        )
-        return {
-            "method": method,
-            "format": "QDQ",
-            "weights": "int8 per channel",
-            "activations": "uint8 static (MinMax calibration)",
-            "calibration_batches": len(reader.feeds),
-            "batch_independent": True,
-        }
-    per_channel = method == "dynamic-per-channel"
-    quant.quantize_dynamic(
+    # method == "static"
+    if calibration_feeds is None:
+        raise ValueError("method='static' needs calibration_feeds (input name -> int64 array dicts)")
+    reader = _FeedReader(list(calibration_feeds))
+    quant.quantize_static(
         str(src),
         str(dst),
-        per_channel=per_channel,
-        weight_type=quant.QuantType.QInt8,
+        reader,
+        quant_format=quant.QuantFormat.QDQ,
         op_types_to_quantize=["MatMul"],
+        per_channel=True,
+        activation_type=quant.QuantType.QUInt8,
+        weight_type=quant.QuantType.QInt8,
+        nodes_to_quantize=weight_matmuls(src),
         nodes_to_exclude=list(exclude_nodes),
+        calibrate_method=quant.CalibrationMethod.MinMax,
+        extra_options={"ActivationSymmetric": False, "WeightSymmetric": True},
     )
     return {
         "method": method,
-        "weights": "int8 per channel" if per_channel else "int8 per tensor",
-        "activations": "uint8 dynamic per tensor (whole batch)",
-        "batch_independent": False,
+        "format": "QDQ",
+        "weights": "int8 per channel",
+        "activations": "uint8 static (MinMax calibration)",
+        "calibration_batches": len(reader.feeds),
+        "batch_independent": True,
     }
 
 
@@ -144,8 +126,8 @@ def quantize_per_row(src: str | Path, dst: str | Path, exclude_nodes: Iterable[s
     """Rewrite ``src`` with per-row (per-token) symmetric int8 activations and per-channel int8 weights
     for every weight MatMul (see the module docstring); returns how many MatMuls were quantised.
 
-    The graph form was chosen by measurement (``benchmarks/int8_study.py``, "Export and int8" in
-    benchmarks/README.md): onnxruntime runs every operator as a separate pass over the activations, so
+    The graph form was chosen by measurement (``benchmarks/studies/graph_profile.py``, see
+    benchmarks/studies/README.md): onnxruntime runs every operator as a separate pass over the activations, so
     the fewer full-size operators per dense layer, the faster. Per distinct activation tensor ``x``
     (Q, K and V share theirs), three full-size passes::
 
