@@ -24,8 +24,8 @@ Large memory-bound calls are split over up to :func:`get_num_threads` threads (`
 
 Large products: :func:`cosine_matrix` and :func:`cosine_reduce` without ``offsets`` hand the matrix product
 to BLAS (``numpy.matmul`` on rows normalised natively) once ``min(n, m) >= 16`` and ``n * m * dim >= 1.5e5``
-(the crossover measured by ``benchmarks/studies/route_crossover.py``); the reductions stay native and run block by block, so
-at most 2**22 similarities (16 MiB) exist at once.
+(the crossover measured by ``benchmarks/studies/route_crossover.py``); the reductions stay native and run
+block by block, so at most 2**22 similarities (16 MiB) exist at once.
 """
 
 from __future__ import annotations

@@ -24,8 +24,8 @@ How a score is computed (as Haystack does, on the same model):
 
 Extensions (none changes the compatible behaviour):
 
-- ``precision="int8"``: the bundle's int8 graph (faster, slightly different scores: see the accuracy table
-  in benchmarks/README.md); ``threads=N``: onnxruntime intra-op threads (default: onnxruntime's choice).
+- ``precision="int8"``: the bundle's int8 graph (faster, slightly different scores: see the accuracy section
+  of benchmarks/README.md); ``threads=N``: onnxruntime intra-op threads (default: onnxruntime's choice).
 - ``device`` also takes plain strings: ``"cpu"``, ``"cuda"``, ``"cuda:N"`` (see
   :mod:`simkernel.components.device`). ``device=None`` means the CPU (Haystack would pick a GPU through
   torch when one is visible).

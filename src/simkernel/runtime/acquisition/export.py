@@ -18,7 +18,7 @@ What :func:`export_model` does, in a temporary folder next to the destination:
    :func:`simkernel.runtime.inference.bundle.session_optimization` reads it). ``fuse=True`` also applies
    onnxruntime's transformer optimizer first (Attention, EmbedLayerNormalization,
    SkipLayerNormalization, BiasGelu); it is off by default because the fused graph measured no faster
-   (slower in 2 of 3 runs) and loaded no faster here (benchmarks/README.md, "Export and int8");
+   (slower in 2 of 3 runs) and loaded no faster here (benchmarks/studies/README.md);
 4. int8: the unfused graph after the same offline ``extended`` optimisation, then
    :mod:`simkernel.runtime.acquisition.quantize` (per-row activations, batch-independent; not
    re-optimised after, see :func:`per_row_int8`);
@@ -419,7 +419,7 @@ def per_row_int8(
     The one recipe for the export and for hub models: the fp32 graph is optimised offline at onnxruntime's
     ``extended`` level (into ``work``), then quantised, and not optimised again: optimising after
     quantisation fuses Add + LayerNormalization into SkipLayerNormalization, which measured ~10% slower
-    here (benchmarks/README.md, "Export and int8"). ``config``: the model's config, or None.
+    here (benchmarks/studies/README.md). ``config``: the model's config, or None.
     """
     optimized = work / "fp32_extended.onnx"
     info = optimize_graph(fp32_graph, optimized, config, fuse=False)
@@ -452,7 +452,7 @@ def externalize_weights(path: Path) -> dict:
 
     onnxruntime memory-maps external data instead of parsing it out of the protobuf: loading the default
     model measured 0.26 s -> 0.07 s in a fresh process and RSS after loading 186 -> 117 MB, at the same
-    speed (benchmarks/README.md, "Export and int8"). Tensors under 1 KiB stay in the graph file.
+    speed (benchmarks/studies/README.md). Tensors under 1 KiB stay in the graph file.
     """
     onnx = import_optional("onnx", "export", "writing ONNX external data")
     model = onnx.load(str(path))

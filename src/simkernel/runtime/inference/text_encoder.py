@@ -34,7 +34,7 @@ class BundleTextEncoder:
             depends on its batch-mates; min cosine 0.967 vs fp32, SAS Spearman within 0.0005, ~1.6x faster);
             for hub models simkernel makes the same per-row int8 from the downloaded fp32 graph when the
             ``onnx`` package is installed, else it uses the repo's own int8 file (onnxruntime dynamic
-            quantisation, batch-dependent; a warning says so). See benchmarks/README.md.
+            quantisation, batch-dependent; a warning says so). See benchmarks/studies/README.md.
         threads: CPU threads. A call with one batch runs it on this many onnxruntime intra-op threads;
             a call with several batches runs them on this many worker threads, one whole batch each
             (single-threaded: faster on short texts, see :class:`OnnxEncoderSession`). None: the CPUs
