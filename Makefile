@@ -16,7 +16,7 @@ demo: setup
 test: models
 	bash scripts/run_tests.sh $(BIN)/python
 
-## setup: the virtual environment with the package (extension built) and its export/test/haystack extras.
+## setup: the virtual environment with the package (extension built) and its export/test/haystack/openvino extras.
 setup: $(VENV)/.installed
 
 $(VENV)/.installed: pyproject.toml setup.py scripts/setup.sh

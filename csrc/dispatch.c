@@ -52,7 +52,7 @@ static unsigned long long sk_xcr0(void) {
 }
 
 static sk_cpu_features sk_detect(void) {
-    sk_cpu_features f = {0, 0, 0, 0};
+    sk_cpu_features f = {0, 0, 0, 0, 0, 0};
     unsigned r[4];
 #if defined(SK_X86_GNU)
     if (__get_cpuid_max(0, 0) < 7) return f;
@@ -67,16 +67,23 @@ static sk_cpu_features sk_detect(void) {
     f.avx2 = ymm_os && ((r[1] >> 5) & 1);
     f.fma = ymm_os && fma;
     f.avx512f = zmm_os && ((r[1] >> 16) & 1);
+    int amx_os = (xcr0 & 0x60000) == 0x60000; /* XTILECFG + XTILEDATA */
+    f.amx_bf16 = amx_os && ((r[3] >> 22) & 1); /* leaf 7.0 EDX bit 22 */
+    unsigned max_sub = r[0];
+    if (max_sub >= 1) {
+        sk_cpuid(7, 1, r);
+        f.avx512_bf16 = zmm_os && f.avx512f && ((r[0] >> 5) & 1); /* leaf 7.1 EAX bit 5 */
+    }
     return f;
 }
 #elif defined(SK_HAVE_NEON)
 static sk_cpu_features sk_detect(void) {
-    sk_cpu_features f = {0, 0, 0, 1}; /* Advanced SIMD is mandatory on AArch64. */
+    sk_cpu_features f = {0, 0, 0, 1, 0, 0}; /* Advanced SIMD is mandatory on AArch64. */
     return f;
 }
 #else
 static sk_cpu_features sk_detect(void) {
-    sk_cpu_features f = {0, 0, 0, 0};
+    sk_cpu_features f = {0, 0, 0, 0, 0, 0};
     return f;
 }
 #endif

@@ -37,12 +37,16 @@
 extern "C" {
 #endif
 
-/* CPU features that matter to the kernels, as detected at load time. */
+/* CPU features that matter to the kernels, as detected at load time; avx512_bf16 and amx_bf16 (native
+   bfloat16 arithmetic, usable only when the OS saves the ZMM / AMX tile state) are reported for the runtime's
+   bf16 precision, which needs one of them. */
 typedef struct sk_cpu_features {
     int avx2;
     int fma;
     int avx512f;
     int neon;
+    int avx512_bf16;
+    int amx_bf16;
 } sk_cpu_features;
 
 /* Clamp settings: applied to each similarity before a reduction when `enabled` is non-zero. */

@@ -30,6 +30,8 @@ cdef extern from "simkernel.h" nogil:
         int fma
         int avx512f
         int neon
+        int avx512_bf16
+        int amx_bf16
 
     ctypedef struct sk_clamp:
         int enabled
@@ -412,7 +414,14 @@ def select_backend(str name):
 
 def cpu_features():
     cdef sk_cpu_features f = sk_cpu()
-    return {"avx2": bool(f.avx2), "fma": bool(f.fma), "avx512f": bool(f.avx512f), "neon": bool(f.neon)}
+    return {
+        "avx2": bool(f.avx2),
+        "fma": bool(f.fma),
+        "avx512f": bool(f.avx512f),
+        "neon": bool(f.neon),
+        "avx512_bf16": bool(f.avx512_bf16),
+        "amx_bf16": bool(f.amx_bf16),
+    }
 
 
 def blas_route():

@@ -12,6 +12,7 @@ EXTRAS = {
     "export": "torch, transformers, onnx, sentence-transformers",
     "test": "pytest, sentence-transformers, scipy",
     "haystack": "haystack-ai",
+    "openvino": "openvino (precision='bf16')",
     "bench": "simsimd and the benchmark peers",
 }
 

@@ -25,3 +25,8 @@ class ModelNotFoundError(ModelError, FileNotFoundError):
 
 class MissingDependencyError(SimkernelError, ImportError):
     """An optional dependency is needed for this feature; the message names the ``pip install`` command."""
+
+
+class PrecisionUnavailableError(SimkernelError, ValueError):
+    """A precision this machine cannot really run (``bf16`` on a CPU without native bfloat16); the message
+    says what the machine lacks and which precision to use instead."""

@@ -43,7 +43,7 @@ def test_capabilities_shape():
     assert caps["backend"] in caps["available"]
     assert caps["available"][-1] == "serial"
     assert set(caps["available"]) <= set(caps["compiled"])
-    assert caps["cpu"].keys() == {"avx2", "fma", "avx512f", "neon"}
+    assert caps["cpu"].keys() == {"avx2", "fma", "avx512f", "neon", "avx512_bf16", "amx_bf16"}
     assert caps["num_threads"] >= 1
     assert caps["blas_route"]["mode"] == "by shape"
 
@@ -58,6 +58,8 @@ def test_detection_matches_proc_cpuinfo():
         assert cpu["avx2"] == ("avx2" in flags)
         assert cpu["fma"] == ("fma" in flags)
         assert cpu["avx512f"] == ("avx512f" in flags)
+        assert cpu["avx512_bf16"] == ("avx512_bf16" in flags)
+        assert cpu["amx_bf16"] == ("amx_bf16" in flags)
         assert ("haswell" in available) == ({"avx2", "fma"} <= flags)
         assert ("skylake" in available) == ({"avx512f", "avx2", "fma"} <= flags)
         best = "skylake" if "avx512f" in flags else "haswell" if {"avx2", "fma"} <= flags else "serial"
