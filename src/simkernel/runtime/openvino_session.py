@@ -8,12 +8,17 @@ on CPUs with native bf16 (``avx512_bf16`` / ``amx_bf16``, see :mod:`simkernel.ru
   silently fall back to f32, and checked again on the compiled model) or ``"f32"`` (OpenVINO in full
   precision: the same numbers as onnxruntime's fp32 within ~1e-5, which is how the session is tested on any
   CPU; on a CPU with native bf16 OpenVINO would otherwise pick bf16 by itself, so f32 is always explicit).
-- ``threads``: ``INFERENCE_NUM_THREADS`` of the compiled model (``None``: OpenVINO's default, one per
-  physical core) and the number of workers of :meth:`map_batches` (``None``: one per CPU, at most 8).
+- ``threads``: ``INFERENCE_NUM_THREADS`` of the compiled model and the number of workers of
+  :meth:`map_batches` (``None``: the CPUs this process may use, :func:`simkernel.cpu_budget.available_cpus`,
+  at most 8 workers), as for onnxruntime.
 - ``run`` is thread-safe: each call takes an idle infer request of the compiled model (requests are made
   on demand and reused; an OpenVINO request must not be shared by two threads at once).
 - :attr:`load_seconds`: wall time to read and compile the graph (OpenVINO compiles on load: ~1.3-1.5 s
   for all-MiniLM-L6-v2 on a 2-core AMD EPYC, against ~0.3 s for onnxruntime).
+- At load the compiled graph is compared with onnxruntime fp32 on a probe batch
+  (:mod:`simkernel.runtime.openvino_graph`: OpenVINO's ONNX frontend has mistranslated onnxruntime's
+  contrib operators); :attr:`conversion_error` holds the relative error, and a graph off by more than
+  the precision's tolerance is refused with :class:`ModelError`.
 
 Inputs are int64 ``(batch, seq)`` arrays; the output is float32. OpenVINO computes every row of a batch
 on its own (no batch-wide statistics), so a text's embedding does not depend on its batch-mates.
@@ -32,8 +37,10 @@ from typing import TypeVar
 import numpy as np
 
 from simkernel._optional import import_optional
+from simkernel.cpu_budget import available_cpus
 from simkernel.errors import ModelError, PrecisionUnavailableError
 from simkernel.runtime.bf16 import require_bf16
+from simkernel.runtime.openvino_graph import CONVERSION_TOLERANCE, conversion_error, conversion_extensions
 
 INFERENCE_PRECISIONS = ("bf16", "f32")
 MAX_DEFAULT_WORKERS = 8
@@ -99,8 +106,9 @@ class OpenVinoEncoderSession:
         self.path = path
         self.threads = threads
         self.inference_precision = inference_precision
+        cpus = available_cpus()
         started = time.perf_counter()
-        compiled = self._compile(threads, streams=1)
+        compiled = self._compile(threads or cpus, streams=1)
         self.load_seconds = time.perf_counter() - started
         self.input_names = tuple(port.any_name for port in compiled.inputs)
         outputs = [name for port in compiled.outputs for name in sorted(port.get_names())]
@@ -114,27 +122,36 @@ class OpenVinoEncoderSession:
             )
         self._check_precision(compiled)
         self._main = _Compiled(compiled, compiled.output(self.output_name))
-        cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+        self.conversion_error = conversion_error(self.run, path, self.output_name)
+        tolerance = CONVERSION_TOLERANCE[inference_precision]
+        if not self.conversion_error <= tolerance:
+            raise ModelError(
+                f"OpenVINO does not compute {path} as onnxruntime does: relative error "
+                f"{self.conversion_error:.3g} on a probe batch (at most {tolerance} expected in "
+                f"{inference_precision}); an operator of this graph is converted wrongly. Use "
+                "precision='fp32' or 'int8' (onnxruntime) for this model."
+            )
         self.workers = threads or min(cpus, MAX_DEFAULT_WORKERS)
         self._twin: _Compiled | None = None
         self._pool: ThreadPoolExecutor | None = None
         self._pool_pid = 0
         self._twin_lock = threading.Lock()
 
-    def _compile(self, threads: int | None, streams: int):
-        """The graph compiled for the CPU with ``threads`` threads (None: OpenVINO's default) split over
-        ``streams`` streams (each stream runs one request at a time on threads / streams threads)."""
+    def _compile(self, threads: int, streams: int):
+        """The graph compiled for the CPU with ``threads`` threads split over ``streams`` streams (each
+        stream runs one request at a time on threads / streams threads)."""
         ov = import_optional("openvino", "openvino", "precision='bf16' (OpenVINO)")
         config: dict = {
             "INFERENCE_PRECISION_HINT": self.inference_precision,
+            "INFERENCE_NUM_THREADS": threads,
             "NUM_STREAMS": streams,
         }
         if streams == 1:
             config["PERFORMANCE_HINT"] = "LATENCY"
-        if threads is not None:
-            config["INFERENCE_NUM_THREADS"] = threads
+        core = ov.Core()
+        core.add_extension(conversion_extensions())
         try:
-            return ov.Core().compile_model(str(self.path), "CPU", config)
+            return core.compile_model(str(self.path), "CPU", config)
         except Exception as exc:  # OpenVINO raises RuntimeError subclasses of its own
             raise ModelError(
                 f"cannot load {self.path} with OpenVINO: {str(exc).strip().splitlines()[0][:300]}. The file "
