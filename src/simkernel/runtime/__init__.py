@@ -16,6 +16,8 @@ does not import onnxruntime or tokenizers; they load with the first encoder.
   match sentence-transformers for the same checkpoint.
 - :func:`get_text_encoder` / :func:`get_cross_encoder`: process-wide shared instances.
 - :func:`read_model_config`, :func:`model_architectures`: what a model is, without loading it.
+- :func:`capabilities`: which precisions run on this machine (bf16 needs a CPU with native bf16), and
+  why not.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ _LAZY = {
     "get_text_encoder": "simkernel.runtime.shared",
     "get_cross_encoder": "simkernel.runtime.shared",
     "clear_shared_instances": "simkernel.runtime.shared",
+    "capabilities": "simkernel.runtime.inference.bf16",
     "read_model_config": "simkernel.runtime.inference.config",
     "ModelConfig": "simkernel.runtime.inference.config",
     "model_architectures": "simkernel.runtime.acquisition.resolve",
@@ -40,6 +43,7 @@ __all__ = list(_LAZY)
 if TYPE_CHECKING:  # pragma: no cover
     from simkernel.runtime.acquisition.resolve import model_architectures, resolve_model  # noqa: F401
     from simkernel.runtime.encoders import CrossEncoder, TextEncoder  # noqa: F401
+    from simkernel.runtime.inference.bf16 import capabilities  # noqa: F401
     from simkernel.runtime.inference.config import ModelConfig, read_model_config  # noqa: F401
     from simkernel.runtime.shared import clear_shared_instances, get_cross_encoder, get_text_encoder  # noqa: F401
 

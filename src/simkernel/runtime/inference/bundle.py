@@ -2,6 +2,8 @@
 
 A bundle (written by :mod:`simkernel.runtime.acquisition`) keeps ``model.onnx`` (fp32) and optionally
 ``model_int8.onnx`` next to the checkpoint's configuration files and the ``simkernel.json`` manifest.
+``precision="bf16"`` runs ``model.onnx`` on OpenVINO in bf16 (CPUs with native bf16 only, see
+:mod:`simkernel.runtime.inference.bf16`); fp32 and int8 run on onnxruntime.
 """
 
 from __future__ import annotations
@@ -9,12 +11,16 @@ from __future__ import annotations
 from pathlib import Path
 
 from simkernel.errors import ModelError
+from simkernel.runtime.inference.bf16 import require_bf16
 from simkernel.runtime.inference.config import read_json
 from simkernel.runtime.inference.session import OnnxEncoderSession
 from simkernel.runtime.inference.tokenizer import TextTokenizer
 
 MANIFEST = "simkernel.json"  # the bundle's manifest: what each file is, where it came from, its checks
-PRECISIONS = {"fp32": "model.onnx", "int8": "model_int8.onnx"}
+PRECISIONS = {"fp32": "model.onnx", "int8": "model_int8.onnx", "bf16": "model.onnx"}
+# OpenVINO's inference precision for precision="bf16". Tests set "f32" (with the CPU check passed) to run
+# the whole bf16 path on a CPU without bf16; nothing else changes it.
+BF16_INFERENCE = "bf16"
 _PRE_OPTIMISED_LEVELS = {
     "basic",
     "extended",
@@ -43,8 +49,14 @@ def read_manifest(folder: Path) -> dict:
 
 
 def check_precision(precision: str) -> str:
+    """``precision`` if it is known and runs here; ValueError for an unknown one, and for ``"bf16"``
+    :class:`~simkernel.errors.PrecisionUnavailableError` on a CPU without native bf16 (or
+    :class:`~simkernel.errors.MissingDependencyError` without OpenVINO): before anything is resolved,
+    downloaded or loaded."""
     if precision not in PRECISIONS:
         raise ValueError(f"precision must be one of {sorted(PRECISIONS)}, got {precision!r}")
+    if precision == "bf16":
+        require_bf16()
     return precision
 
 
@@ -88,17 +100,28 @@ def session_optimization(folder: Path, onnx_name: str) -> str:
 def open_bundle(
     folder: Path, config, precision: str, outputs, *, threads, providers, lowercase: bool = False
 ):
-    """The onnxruntime session of ``precision`` and the tokenizer of the bundle ``folder``.
+    """The session of ``precision`` (onnxruntime; OpenVINO for bf16) and the tokenizer of the bundle
+    ``folder``.
 
     ``config`` is its :class:`~simkernel.runtime.inference.config.ModelConfig`; ``outputs`` the output
     names the caller accepts; ``lowercase`` whether texts are lower-cased before tokenization
     (bi-encoders whose config says so).
     """
     path = onnx_file(folder, precision)
-    optimization = session_optimization(folder, path.name)
-    session = OnnxEncoderSession(
-        path, outputs, threads=threads, providers=providers, optimization=optimization
-    )
+    if precision == "bf16":
+        if providers not in (None, [], (), ["CPUExecutionProvider"], ("CPUExecutionProvider",)):
+            raise ValueError(
+                f"providers={providers!r} applies to onnxruntime (fp32, int8); precision='bf16' runs on "
+                "OpenVINO's CPU plugin: drop providers, or use precision='fp32' with them"
+            )
+        from simkernel.runtime.inference.openvino_session import OpenVinoEncoderSession
+
+        session = OpenVinoEncoderSession(path, outputs, threads=threads, inference_precision=BF16_INFERENCE)
+    else:
+        optimization = session_optimization(folder, path.name)
+        session = OnnxEncoderSession(
+            path, outputs, threads=threads, providers=providers, optimization=optimization
+        )
     tokenizer = TextTokenizer(
         folder / "tokenizer.json",
         max_length=config.max_seq_length,

@@ -51,7 +51,8 @@ class BundleCrossEncoder:
     ``max_seq_length``. Thread-safe.
 
     ``threads``: CPU threads, used as :class:`BundleTextEncoder` uses them (intra-op for one batch, one
-    worker per thread for several).
+    worker per thread for several). ``precision``: ``"fp32"``, ``"int8"`` or ``"bf16"``, as for
+    :class:`BundleTextEncoder`.
     """
 
     def __init__(

@@ -35,12 +35,17 @@ class BundleTextEncoder:
             for hub models simkernel makes the same per-row int8 from the downloaded fp32 graph when the
             ``onnx`` package is installed, else it uses the repo's own int8 file (onnxruntime dynamic
             quantisation, batch-dependent; a warning says so). See benchmarks/studies/README.md.
+            ``"bf16"``: ``model.onnx`` on OpenVINO's CPU plugin computing in bf16, only on CPUs with
+            native bf16 (avx512_bf16 / amx_bf16; elsewhere a PrecisionUnavailableError says what the CPU
+            lacks) with the ``openvino`` extra: near-fp32 accuracy at int8-like speed on long texts
+            (:mod:`simkernel.runtime.inference.bf16`).
         threads: CPU threads. A call with one batch runs it on this many onnxruntime intra-op threads;
             a call with several batches runs them on this many worker threads, one whole batch each
             (single-threaded: faster on short texts, see :class:`OnnxEncoderSession`). None: the CPUs
             this process may use (affinity mask and cgroup quota, :mod:`simkernel.cpu_budget`), at most
             8 workers.
-        providers: onnxruntime execution providers (default CPU), checked against those available.
+        providers: onnxruntime execution providers (default CPU), checked against those available
+            (fp32 and int8; bf16 runs on OpenVINO's CPU plugin).
         cache_size: entries of the LRU embedding cache shared by all calls (text -> vector;
             0 disables it). A repeated text is served from the cache: ~4 x dim bytes per entry.
 

@@ -67,7 +67,7 @@ def probe_batch() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 def conversion_error(run, path, output_name: str) -> float:
     """Relative L2 error (over the real, unpadded positions) of ``run`` (a compiled graph's run) against
     onnxruntime fp32 on the same graph, on :func:`probe_batch`."""
-    from simkernel.runtime.session import OnnxEncoderSession
+    from simkernel.runtime.inference.session import OnnxEncoderSession
 
     batch = probe_batch()
     reference = OnnxEncoderSession(path, (output_name,), threads=1).run(*batch).astype(np.float64)

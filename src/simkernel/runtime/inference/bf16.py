@@ -1,7 +1,7 @@
 """Whether this machine can run ``precision="bf16"``, and why not: native bfloat16 arithmetic plus OpenVINO.
 
 bf16 runs the bundle's fp32 ``model.onnx`` on OpenVINO's CPU plugin with bf16 inference precision
-(:class:`simkernel.runtime.openvino_session.OpenVinoEncoderSession`). It is offered only where it is
+(:class:`simkernel.runtime.inference.openvino_session.OpenVinoEncoderSession`). It is offered only where it is
 real: on a CPU without native bf16 (the x86 ``avx512_bf16`` or ``amx_bf16`` instructions, detected by the
 kernel's cpuid probe, :func:`simkernel.kernels.capabilities`) OpenVINO would silently compute in fp32,
 so asking for bf16 there raises :class:`~simkernel.errors.PrecisionUnavailableError` instead.
@@ -93,3 +93,22 @@ def _cpu_name() -> str:
     except OSError:
         pass
     return platform.processor() or platform.machine() or "unknown CPU"
+
+
+ENGINES = {"fp32": "onnxruntime", "int8": "onnxruntime", "bf16": "openvino"}
+
+
+def capabilities() -> dict:
+    """Which precisions run on this machine: ``{"cpu": {"avx512_bf16": bool, "amx_bf16": bool},
+    "precisions": {name: {"available": bool, "reason": str | None, "engine": str, "file": str}}}``;
+    ``reason`` says why an unavailable one cannot run (e.g. what the CPU lacks), ``file`` is the bundle's
+    ONNX file it runs (bf16 runs the fp32 ``model.onnx``). ``simkernel.kernels.capabilities()`` has the
+    kernel's side (SIMD backends, threads)."""
+    from simkernel.runtime.inference.bundle import PRECISIONS  # bundle imports this module
+
+    status = bf16_status()
+    precisions = {}
+    for name, file in PRECISIONS.items():
+        available, reason = (status["available"], status["reason"]) if name == "bf16" else (True, None)
+        precisions[name] = {"available": available, "reason": reason, "engine": ENGINES[name], "file": file}
+    return {"cpu": status["cpu"], "precisions": precisions}

@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 
 from simkernel.errors import ModelError
-from simkernel.runtime.bundle import onnx_file
-from simkernel.runtime.openvino_session import OpenVinoEncoderSession
-from simkernel.runtime.session import LOGITS_OUTPUTS, TOKEN_EMBEDDING_OUTPUTS, OnnxEncoderSession
+from simkernel.runtime.inference.bundle import onnx_file
+from simkernel.runtime.inference.openvino_session import OpenVinoEncoderSession
+from simkernel.runtime.inference.session import LOGITS_OUTPUTS, TOKEN_EMBEDDING_OUTPUTS, OnnxEncoderSession
 
 pytest.importorskip(
     "openvino", reason="the openvino extra is not installed (pip install 'simkernel[openvino]')"
@@ -23,17 +23,6 @@ pytest.importorskip(
 @pytest.fixture(scope="module")
 def graph(default_bundle):
     return onnx_file(default_bundle, "fp32")
-
-
-@pytest.fixture(scope="module")
-def cross_encoder_bundle():
-    """The seeded MiniLM cross-encoder that `make models` (scripts/prepare_test_models.py) stores."""
-    from simkernel.runtime import store
-
-    folder = store.model_dir("simkernel-test/minilm-l6-cross-encoder")
-    if not (folder / "model.onnx").is_file():
-        pytest.fail(f"{folder} has no model.onnx; run `make models` (scripts/prepare_test_models.py)")
-    return folder
 
 
 @pytest.fixture(scope="module")
@@ -106,7 +95,7 @@ def test_more_threads_than_cores_are_capped_by_openvino(graph):
 
 
 def test_default_threads_follow_the_cpu_budget(graph, monkeypatch):
-    from simkernel.runtime import openvino_session
+    from simkernel.runtime.inference import openvino_session
 
     # one CPU in the budget (e.g. a cgroup quota) although OpenVINO alone would use every core
     monkeypatch.setattr(openvino_session, "available_cpus", lambda: 1)
@@ -137,7 +126,7 @@ def test_row_does_not_depend_on_its_batch_mates(f32_session):
     """The same row alone and inside a batch of other (longer, so it is padded) rows: its sentence
     embedding (mean-pooled, unit length) differs by at most 1e-6; the token vectors by float32 rounding
     only (other shapes, other GEMM blocking)."""
-    from simkernel.runtime.pooling import l2_normalize, pool
+    from simkernel.runtime.inference.pooling import l2_normalize, pool
 
     rng = np.random.default_rng(2)
     ids = rng.integers(1000, 20000, (8, 48)).astype(np.int64)
@@ -222,7 +211,7 @@ def test_conversion_check_passes_in_f32(f32_session):
 def test_wrong_conversion_is_refused_at_load(cross_encoder_bundle, monkeypatch):
     """OpenVINO's own FusedGemm translator drops the pooler's Tanh: without simkernel's translator the
     load-time check against onnxruntime must refuse the graph instead of returning wrong logits."""
-    from simkernel.runtime import openvino_session
+    from simkernel.runtime.inference import openvino_session
 
     monkeypatch.setattr(openvino_session, "conversion_extensions", lambda: [])
     with pytest.raises(ModelError, match=r"OpenVINO does not compute .*model\.onnx as onnxruntime does"):

@@ -2,7 +2,7 @@
 
 ``precision="bf16"`` runs the bundle's own fp32 graph (no other file in the store) on OpenVINO's CPU
 plugin with ``INFERENCE_PRECISION_HINT=bf16``: matrix products take bf16 inputs and accumulate in fp32,
-on CPUs with native bf16 (``avx512_bf16`` / ``amx_bf16``, see :mod:`simkernel.runtime.bf16`).
+on CPUs with native bf16 (``avx512_bf16`` / ``amx_bf16``, see :mod:`simkernel.runtime.inference.bf16`).
 
 - ``inference_precision``: ``"bf16"`` (what ``precision="bf16"`` uses; refused where the CPU would
   silently fall back to f32, and checked again on the compiled model) or ``"f32"`` (OpenVINO in full
@@ -16,7 +16,7 @@ on CPUs with native bf16 (``avx512_bf16`` / ``amx_bf16``, see :mod:`simkernel.ru
 - :attr:`load_seconds`: wall time to read and compile the graph (OpenVINO compiles on load: ~1.3-1.5 s
   for all-MiniLM-L6-v2 on a 2-core AMD EPYC, against ~0.3 s for onnxruntime).
 - At load the compiled graph is compared with onnxruntime fp32 on a probe batch
-  (:mod:`simkernel.runtime.openvino_graph`: OpenVINO's ONNX frontend has mistranslated onnxruntime's
+  (:mod:`simkernel.runtime.inference.openvino_graph`: OpenVINO's ONNX frontend has mistranslated onnxruntime's
   contrib operators); :attr:`conversion_error` holds the relative error, and a graph off by more than
   the precision's tolerance is refused with :class:`ModelError`.
 
@@ -39,8 +39,12 @@ import numpy as np
 from simkernel._optional import import_optional
 from simkernel.cpu_budget import available_cpus
 from simkernel.errors import ModelError, PrecisionUnavailableError
-from simkernel.runtime.bf16 import require_bf16
-from simkernel.runtime.openvino_graph import CONVERSION_TOLERANCE, conversion_error, conversion_extensions
+from simkernel.runtime.inference.bf16 import require_bf16
+from simkernel.runtime.inference.openvino_graph import (
+    CONVERSION_TOLERANCE,
+    conversion_error,
+    conversion_extensions,
+)
 
 INFERENCE_PRECISIONS = ("bf16", "f32")
 MAX_DEFAULT_WORKERS = 8
@@ -76,7 +80,7 @@ class _Compiled:
 
 class OpenVinoEncoderSession:
     """One ONNX graph compiled by OpenVINO's CPU plugin; same interface as
-    :class:`~simkernel.runtime.session.OnnxEncoderSession` (``run``, ``map_batches``, ``path``,
+    :class:`~simkernel.runtime.inference.session.OnnxEncoderSession` (``run``, ``map_batches``, ``path``,
     ``workers``, ``input_names``, ``output_name``).
 
     ``output_names`` are tried in order; the first one the graph has is returned by :meth:`run`.

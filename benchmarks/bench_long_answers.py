@@ -1,0 +1,118 @@
+"""Long answers: TextEncoder side by side with sentence-transformers on real prose of 60-256 tokens.
+
+    flock /tmp/simkernel-bench.lock python benchmarks/bench_long_answers.py [--per-bucket 256] [--rounds 5]
+
+The texts (benchmarks/long_answers.py): docstrings of the running Python's standard library, bucketed by
+token count (3-12 for comparison with short answers, 60-128, 129-256) and sampled with a fixed seed. Each
+bucket is embedded whole (batch 32, length-sorted) by every engine in turn, round after round (the first
+engine rotates), ``--threads`` threads each (default 2):
+
+- sentence-transformers (torch CPU), the peer;
+- simkernel fp32 and int8 (onnxruntime);
+- simkernel bf16 (the fp32 graph on OpenVINO in bf16) where the CPU has native bf16, else the row says
+  "not available" and why;
+- OpenVINO f32: simkernel's OpenVINO session computing in f32 (not a precision simkernel offers: it shows
+  what OpenVINO alone gives on this CPU, next to onnxruntime's fp32).
+
+Accuracy: per bucket, the minimum cosine of each engine's embeddings against simkernel fp32's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from long_answers import BUCKETS, bucketed, describe  # noqa: E402
+from support import alternate, machine, min_median, simkernel_encoder, st_encoder, store_bundle  # noqa: E402
+
+PEER = "sentence-transformers"
+
+
+def openvino_f32_encoder(threads: int, bundle: Path):
+    """simkernel's TextEncoder with its session replaced by the OpenVINO one in f32 inference precision."""
+    from simkernel.runtime import TextEncoder
+    from simkernel.runtime.inference.openvino_session import OpenVinoEncoderSession
+
+    enc = TextEncoder(bundle, precision="fp32", threads=threads, cache_size=0)
+    enc._session = OpenVinoEncoderSession(
+        enc._session.path, (enc._session.output_name,), threads=threads, inference_precision="f32"
+    )
+    return lambda texts, batch_size=32: enc.encode(texts, batch_size=batch_size)
+
+
+def engines(threads: int, bundle: Path) -> tuple[dict, str | None]:
+    """The engines (name -> ``encode(texts, batch_size)``) and, when bf16 cannot run here, why not."""
+    from simkernel.runtime import capabilities
+
+    out = {
+        PEER: st_encoder(threads),
+        "simkernel fp32": simkernel_encoder(threads, "fp32", bundle),
+        "simkernel int8": simkernel_encoder(threads, "int8", bundle),
+    }
+    status = capabilities()["precisions"]["bf16"]
+    if status["available"]:
+        out["simkernel bf16"] = simkernel_encoder(threads, "bf16", bundle)
+    out["OpenVINO f32"] = openvino_f32_encoder(threads, bundle)
+    return out, status["reason"]
+
+
+def cosine_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    a, b = a.astype(np.float64), b.astype(np.float64)
+    return (a * b).sum(1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1)
+
+
+def report(threads: int, rounds: int, per_bucket: int) -> str:
+    from simkernel.runtime import TextEncoder
+
+    bundle = store_bundle()
+    tokenizer = TextEncoder(bundle, cache_size=0)._tokenizer
+    buckets = bucketed(lambda texts: [len(e.ids) for e in tokenizer.encode(texts)], per_bucket)
+    encoders, bf16_reason = engines(threads, bundle)
+    names = list(encoders)
+    for encode in encoders.values():
+        encode(buckets[BUCKETS[0]][:64])  # warm-up (and simkernel's data-parallel twin)
+    head = f"| tokens | texts | {PEER} |" + "".join(f" {n} | vs ST |" for n in names[1:])
+    lines = [head, "|---|---|---|" + "---|---|" * (len(names) - 1)]
+    accuracy = []
+    for low, high in BUCKETS:
+        texts = buckets[(low, high)]
+        times = alternate({n: (lambda e=e, t=texts: e(t)) for n, e in encoders.items()}, rounds)
+        rate = {n: len(texts) / min_median(t)[1] for n, t in times.items()}  # texts/s at the median
+        cells = [f"{low}-{high}", str(len(texts)), f"{rate[PEER]:.0f}"]
+        cells += [f"{rate[n]:.0f} | {rate[n] / rate[PEER]:.2f}x" for n in names[1:]]
+        lines.append("| " + " | ".join(cells) + " |")
+        reference = encoders["simkernel fp32"](texts)
+        accuracy.append(
+            (f"{low}-{high}", {n: float(cosine_rows(encoders[n](texts), reference).min()) for n in names})
+        )
+        print(lines[-1], file=sys.stderr, flush=True)
+    lines += ["", "Min cosine vs simkernel fp32:", "", "| tokens |" + "".join(f" {n} |" for n in names)]
+    lines.append("|---|" + "---|" * len(names))
+    for bucket, cos in accuracy:
+        lines.append(f"| {bucket} |" + "".join(f" {cos[n]:.5f} |" for n in names))
+    lines.append("")
+    if bf16_reason:
+        lines.append(f"simkernel bf16: not available here: {bf16_reason}.")
+    lines.append(
+        f"{describe()}; texts/s at the median of {rounds} rounds (engines alternating), batch 32, "
+        f"{threads} threads. Machine: {machine()}."
+    )
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--per-bucket", type=int, default=256, help="texts per token-count bucket")
+    args = parser.parse_args()
+    print(report(args.threads, args.rounds, args.per_bucket))
+
+
+if __name__ == "__main__":
+    main()
