@@ -81,3 +81,27 @@ def eval_lib_evaluate_fixture() -> dict:
     """eval_lib's evaluate() over a batch with three metrics and the results.json its dashboard wrote
     (scripts/eval_lib_reference.sh)."""
     return json.loads((DATA / "fixtures" / "eval_lib_evaluate_minilm.json").read_text(encoding="utf-8"))
+
+
+@pytest.fixture
+def simulated_bf16(monkeypatch):
+    """precision="bf16" runnable on any CPU: the CPU check passed and OpenVINO told to compute in f32, so
+    the whole bf16 path (OpenVINO session included) runs and must give fp32's numbers. Shared bf16
+    instances made under it are dropped afterwards."""
+    pytest.importorskip("openvino", reason="no openvino extra (pip install 'simkernel[openvino]')")
+    from simkernel.runtime import shared
+    from simkernel.runtime.inference import bf16, bundle
+
+    monkeypatch.setattr(bf16, "cpu_bf16_reason", lambda: None)
+    monkeypatch.setattr(bundle, "BF16_INFERENCE", "f32")
+    yield
+    with shared._LOCK:
+        for key in [k for k in shared._INSTANCES if k[2] == "bf16"]:
+            del shared._INSTANCES[key]
+
+
+def bf16_unavailable_reason() -> str | None:
+    """Why precision="bf16" cannot run on this machine (None where it can)."""
+    from simkernel.runtime import capabilities
+
+    return capabilities()["precisions"]["bf16"]["reason"]

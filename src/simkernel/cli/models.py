@@ -154,6 +154,27 @@ def _info(args: argparse.Namespace) -> None:
             print(f"{label:<12} {figures if isinstance(figures, str) else _compact(figures)}")
     if manifest.get("export"):
         print(f"{'export':<12} {_compact(manifest['export'])}")
+    print(f"{'parity bf16':<12} {_bf16_parity(folder, config)}")
+
+
+def _bf16_parity(folder: Path, config: Any) -> str:
+    """bf16 against the bundle's fp32 on the probe set, measured now on this machine, or why it cannot run."""
+    from simkernel.errors import SimkernelError
+    from simkernel.runtime import capabilities
+    from simkernel.runtime.acquisition.parity import bf16_parity
+
+    status = capabilities()["precisions"]["bf16"]
+    if not status["available"]:
+        return f"not available here: {status['reason']}"
+    if not (folder / "model.onnx").is_file():
+        return "no model.onnx in this bundle"
+    kind = "cross-encoder" if config.is_cross_encoder else "bi-encoder"
+    try:
+        figures = bf16_parity(folder, kind)
+    except SimkernelError as exc:
+        return f"refused here: {exc}"
+    rounded = {k: float(f"{v:.7g}") if isinstance(v, float) else v for k, v in figures.items()}
+    return f"{_compact(rounded)} (vs fp32, measured now on this CPU)"
 
 
 def _manifest(path: Path) -> dict[str, Any]:

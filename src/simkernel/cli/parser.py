@@ -160,7 +160,10 @@ def _add_model_options(command: argparse.ArgumentParser) -> None:
     model = command.add_argument_group("model")
     model.add_argument("--model", metavar="ID", help=f"model id or local folder (default: {DEFAULT_MODEL})")
     model.add_argument(
-        "--precision", choices=("fp32", "int8"), help="fp32 (default) or int8 (faster, less exact)"
+        "--precision",
+        choices=("fp32", "int8", "bf16"),
+        help="fp32 (default), int8 (faster, less exact) or bf16 (CPUs with native bf16: avx512_bf16 or "
+        "amx_bf16; the openvino extra)",
     )
     model.add_argument(
         "--batch-size", type=_positive_int, metavar="N", help="texts per model batch (default: 32)"

@@ -19,7 +19,7 @@ from runtime_helpers import cosine_rows
 
 from simkernel.errors import MissingDependencyError, PrecisionUnavailableError
 from simkernel.runtime import CrossEncoder, TextEncoder
-from simkernel.runtime.inference import bf16, bundle
+from simkernel.runtime.inference import bf16
 
 pytest.importorskip(
     "openvino", reason="the openvino extra is not installed (pip install 'simkernel[openvino]')"
@@ -33,13 +33,6 @@ needs_bf16 = pytest.mark.skipif(
     not STATUS["available"], reason=f"bf16 accuracy needs a CPU with native bf16: {STATUS['reason']}"
 )
 REFUSAL = r"precision='bf16' is not available: .*(avx512_bf16 nor amx_bf16|not x86-64).*int8.*fp32"
-
-
-@pytest.fixture
-def simulated_bf16(monkeypatch):
-    """The CPU check passed and OpenVINO told to compute in f32: the bf16 path, runnable on any CPU."""
-    monkeypatch.setattr(bf16, "cpu_bf16_reason", lambda: None)
-    monkeypatch.setattr(bundle, "BF16_INFERENCE", "f32")
 
 
 # ------------------------------------------------------------------------------ status and refusal

@@ -25,7 +25,9 @@ How a score is computed (as Haystack does, on the same model):
 Extensions (none changes the compatible behaviour):
 
 - ``precision="int8"``: the bundle's int8 graph (faster, slightly different scores: see the accuracy section
-  of benchmarks/README.md); ``threads=N``: onnxruntime intra-op threads (default: onnxruntime's choice).
+  of benchmarks/README.md); ``precision="bf16"``: the fp32 graph on OpenVINO in bf16, on CPUs with native
+  bf16 only (elsewhere the constructor raises ``PrecisionUnavailableError`` naming what the CPU lacks);
+  ``threads=N``: onnxruntime intra-op threads (default: onnxruntime's choice).
 - ``device`` also takes plain strings: ``"cpu"``, ``"cuda"``, ``"cuda:N"`` (see
   :mod:`simkernel.components.device`). ``device=None`` means the CPU (Haystack would pick a GPU through
   torch when one is visible).
@@ -57,7 +59,7 @@ from simkernel.runtime.inference.inputs import check_unicode
 
 HAYSTACK_TYPE = "haystack.components.evaluators.sas_evaluator.SASEvaluator"
 DEFAULT_MODEL = "sentence-transformers/paraphrase-multilingual-mpnet-base-v2"
-PRECISIONS = ("fp32", "int8")
+PRECISIONS = ("fp32", "int8", "bf16")
 
 
 @haystack_component
@@ -95,7 +97,8 @@ class SASEvaluator:
         :param token: Hugging Face token as a ``Secret`` (simkernel's or Haystack's); kept and serialised as
             Haystack does, resolved in :meth:`warm_up` and sent to the hub when the model has to be
             downloaded (neither a local folder nor in the store): private and gated repos work.
-        :param precision: ``"fp32"`` (default; Haystack's numbers) or ``"int8"`` (the bundle's int8 graph).
+        :param precision: ``"fp32"`` (default; Haystack's numbers), ``"int8"`` (the bundle's int8 graph) or
+            ``"bf16"`` (CPUs with native bf16, ``openvino`` extra).
         :param threads: CPU threads of the model (as :class:`simkernel.TextEncoder` uses them); ``None``:
             one per CPU.
         """
@@ -110,6 +113,10 @@ class SASEvaluator:
             )
         if precision not in PRECISIONS:
             raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
+        if precision == "bf16":  # refused now, not at warm_up, where the CPU has no native bf16
+            from simkernel.runtime.inference.bundle import check_precision
+
+            check_precision(precision)
         if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or threads < 1):
             raise ValueError(f"threads must be None or a positive integer, got {threads!r}")
         self._device = device  # validated (ValueError naming the value); read back as a ComponentDevice

@@ -40,8 +40,10 @@ def resolve_local_model_id(model_name: str | None) -> str:
 class LocalEmbeddingProvider(EmbeddingProvider):
     """Embeddings from a local ONNX bi-encoder (float32, pooled as sentence-transformers pools them).
 
-    ``precision`` ("fp32" or "int8"), ``threads`` (CPU threads, as :class:`simkernel.TextEncoder` uses
-    them; None = one per CPU) and ``batch_size`` (texts per forward pass) go to the runtime.
+    ``precision`` ("fp32", "int8", or "bf16" on CPUs with native bf16: checked here, so an unavailable
+    precision fails when the metric is made, not at its first score), ``threads`` (CPU threads, as
+    :class:`simkernel.TextEncoder` uses them; None = one per CPU) and ``batch_size`` (texts per forward
+    pass) go to the runtime.
     """
 
     def __init__(
@@ -52,9 +54,11 @@ class LocalEmbeddingProvider(EmbeddingProvider):
         threads: int | None = None,
         batch_size: int = 32,
     ) -> None:
+        from simkernel.runtime.inference.bundle import check_precision
+
         self.model_name = model_name if model_name is not None else DEFAULT_LOCAL_MODEL
         self.model_id = resolve_local_model_id(model_name)
-        self.precision = precision
+        self.precision = check_precision(precision)
         self.threads = threads
         self.batch_size = batch_size
         self._encoder: TextEncoder | None = None

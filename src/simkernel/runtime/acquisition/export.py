@@ -51,15 +51,13 @@ import numpy as np
 from simkernel._optional import import_optional
 from simkernel.cpu_budget import available_cpus
 from simkernel.errors import ModelError
-from simkernel.runtime.acquisition import store
+from simkernel.runtime.acquisition import parity, store
 from simkernel.runtime.acquisition.export_probes import CALIBRATION_TEXTS, PROBE_PAIRS, PROBE_TEXTS
 from simkernel.runtime.acquisition.quantize import DEFAULT_QUANTIZATION, quantize_model, weight_matmuls
 from simkernel.runtime.acquisition.registry import CONFIG_FILES
 from simkernel.runtime.acquisition.store import file_sha256
 from simkernel.runtime.inference.bundle import MANIFEST, PRECISIONS
 from simkernel.runtime.inference.config import read_model_config
-from simkernel.runtime.inference.cross_encoder import BundleCrossEncoder
-from simkernel.runtime.inference.text_encoder import BundleTextEncoder
 from simkernel.runtime.inference.tokenizer import TextTokenizer
 
 OPSET = 17
@@ -77,13 +75,20 @@ PARITY_TOLERANCE = {
 _FEATURE = "exporting a checkpoint to ONNX"
 
 
+EXPORTED_PRECISIONS = ("fp32", "int8")  # bf16 runs the fp32 file
+
+
 class ParityError(ModelError):
     """An exported graph does not reproduce sentence-transformers within tolerance; nothing was written."""
 
 
 def _precisions(precision: str | Iterable[str]) -> tuple[str, ...]:
     chosen = (precision,) if isinstance(precision, str) else tuple(precision)
-    bad = [p for p in chosen if p not in PRECISIONS]
+    bad = [p for p in chosen if p not in EXPORTED_PRECISIONS]
+    if "bf16" in bad:
+        raise ValueError(
+            "precision='bf16' needs no export: it runs the fp32 model.onnx on OpenVINO; export 'fp32'"
+        )
     if not chosen or bad:
         raise ValueError(f"precision must be 'fp32', 'int8' or a tuple of them, got {precision!r}")
     return tuple(dict.fromkeys(chosen))
@@ -280,28 +285,7 @@ class _Reference:
 
     def compare(self, bundle: Path, precision: str) -> dict:
         """Parity figures of the bundle's ``precision`` graph, loaded the way users load it."""
-        if self.kind == "bi-encoder":
-            encoder = BundleTextEncoder(bundle, precision=precision, threads=1, cache_size=0)
-            got = encoder.encode(list(PROBE_TEXTS), batch_size=8, normalize=True).astype(np.float64)
-            norms = np.linalg.norm(got, axis=1) * np.linalg.norm(self.expected, axis=1)
-            cosine = (got * self.expected).sum(axis=1) / np.maximum(norms, 1e-30)
-            alone = np.stack([encoder.encode([t], normalize=True)[0] for t in PROBE_TEXTS]).astype(np.float64)
-            return {
-                "probe_texts": len(PROBE_TEXTS),
-                "min_cosine": float(cosine.min()),
-                "mean_cosine": float(cosine.mean()),
-                "max_abs_diff": float(np.abs(got - self.expected).max()),
-                "max_abs_diff_alone_vs_batch": float(np.abs(alone - got).max()),
-            }
-        scorer = BundleCrossEncoder(bundle, precision=precision, threads=1)
-        got = np.asarray(scorer.predict(list(PROBE_PAIRS), batch_size=8), dtype=np.float64)
-        alone = np.concatenate([np.atleast_1d(scorer.predict([p])).reshape(-1) for p in PROBE_PAIRS])
-        return {
-            "probe_pairs": len(PROBE_PAIRS),
-            "max_abs_diff": float(np.abs(got - self.expected).max()),
-            "mean_abs_diff": float(np.abs(got - self.expected).mean()),
-            "max_abs_diff_alone_vs_batch": float(np.abs(alone - got.reshape(-1)).max()),
-        }
+        return parity.compare(bundle, precision, self.kind, self.expected)
 
 
 def export_raw_graph(src: str | Path, path: str | Path) -> dict:
