@@ -82,3 +82,39 @@ def probe_texts(sas_texts) -> list[str]:
 @pytest.fixture(scope="session")
 def tiny_models_root(tmp_path_factory) -> Path:
     return tmp_path_factory.mktemp("tiny-models")
+
+
+# Hugging Face settings a caller's shell may hold; huggingface_hub reads some of them once, at import
+HF_VARIABLES = (
+    "HF_ENDPOINT",
+    "HF_HUB_CACHE",
+    "HF_HUB_OFFLINE",
+    "TRANSFORMERS_OFFLINE",
+    "HF_TOKEN",
+    "HF_API_TOKEN",
+    "HUGGING_FACE_HUB_TOKEN",
+    "HF_TOKEN_PATH",
+    "HF_OIDC_RESOURCE",
+)
+
+
+@pytest.fixture
+def clean_hf_env(tmp_path, monkeypatch) -> Path:
+    """None of the caller's Hugging Face settings: online, no token (neither in the environment nor in a
+    token file), a fresh HF cache under ``tmp_path/hf`` (returned) and a fresh store (``SIMKERNEL_HOME``).
+
+    huggingface_hub copies ``HF_HUB_OFFLINE`` and its token file's path into ``huggingface_hub.constants``
+    when it is first imported, so those are set back there too: a test run from a shell with
+    ``HF_HUB_OFFLINE=1`` or a logged-in ``HF_HOME`` behaves as one from a clean shell.
+    """
+    import huggingface_hub.constants as constants
+
+    hf_home = tmp_path / "hf"
+    monkeypatch.setenv("SIMKERNEL_HOME", str(tmp_path / "store"))
+    monkeypatch.setenv("HF_HOME", str(hf_home))
+    for name in HF_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.setattr(constants, "HF_TOKEN_PATH", str(hf_home / "token"))
+    monkeypatch.setattr(constants, "HF_STORED_TOKENS_PATH", str(hf_home / "stored_tokens"))
+    return hf_home

@@ -8,6 +8,7 @@ stdout; errors are one line (exit 1).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 from pathlib import Path
@@ -71,10 +72,14 @@ def _prepare(args: argparse.Namespace) -> None:
 
 
 def _export(args: argparse.Namespace) -> None:
+    from simkernel.runtime.acquisition.resolve import looks_like_path
+
     src = Path(args.src)
-    if not src.is_dir():
+    hub_id = None if src.is_dir() else args.src
+    if hub_id is not None and (looks_like_path(hub_id) or hub_id.count("/") != 1):
         raise DataError(
-            f"SRC {args.src!r} is not a folder; give a sentence-transformers or transformers checkpoint"
+            f"SRC {args.src!r} is not a folder (nor a hub id, ORG/NAME); give a sentence-transformers or "
+            "transformers checkpoint folder, or the hub repository that publishes one"
         )
     dst = Path(args.dst)
     if not args.overwrite and dst.exists() and (not dst.is_dir() or any(dst.iterdir())):
@@ -83,21 +88,37 @@ def _export(args: argparse.Namespace) -> None:
             "to replace it"
         )
     from simkernel.runtime.acquisition.export import export_model
+    from simkernel.runtime.acquisition.hub_checkpoint import downloaded_checkpoint
 
     precisions = ("fp32", "int8") if args.precision == "int8" else ("fp32",)
-    print(
-        f"exporting {src} ({' and '.join(precisions)}, with a parity check) ...", file=sys.stderr, flush=True
-    )
     keep = tuple(args.int8_keep_fp32 or ())
     if keep and args.precision != "int8":
         raise DataError("--int8-keep-fp32 applies to the int8 graph: add --precision int8")
+    if hub_id is not None:
+        print(f"downloading the checkpoint of {hub_id} from the hub ...", file=sys.stderr, flush=True)
+    checkpoint = downloaded_checkpoint(hub_id) if hub_id else contextlib.nullcontext((src, None))
     try:
-        folder = Path(
-            export_model(src, Path(args.dst), precisions, overwrite=args.overwrite, int8_keep_fp32=keep)
-        )
-    except ValueError as exc:  # an --int8-keep-fp32 pattern matching no layer
+        with checkpoint as (folder_src, source):
+            print(
+                f"exporting {args.src} ({' and '.join(precisions)}, with a parity check) ...",
+                file=sys.stderr,
+                flush=True,
+            )
+            folder = Path(
+                export_model(
+                    folder_src,
+                    dst,
+                    precisions,
+                    model_id=hub_id,
+                    source=source,
+                    revision=source["commit"] if source else None,
+                    overwrite=args.overwrite,
+                    int8_keep_fp32=keep,
+                )
+            )
+    except ValueError as exc:  # an --int8-keep-fp32 pattern matching no layer; a hub repo without weights
         raise DataError(str(exc)) from None
-    print(f"exported {src} to {folder}")
+    print(f"exported {args.src} to {folder}")
     _print_files(folder)
     print(f"use it with --model {folder}, or TextEncoder({str(folder)!r})")
 

@@ -266,11 +266,14 @@ def _add_models(commands: argparse._SubParsersAction) -> None:
     prepare.add_argument("--force", action="store_true", help="rebuild even when the store already has it")
     export = actions.add_parser(
         "export",
-        help="export a local sentence-transformers / transformers checkpoint to an ONNX bundle",
-        description="Export the checkpoint in SRC to an ONNX bundle in DST (needs the export extra: "
+        help="export a sentence-transformers / transformers checkpoint (a folder or a hub repo) to ONNX",
+        description="Export the checkpoint in SRC (a folder, or a hub repository ORG/NAME, downloaded "
+        "first) to an ONNX bundle in DST (needs the export extra: "
         "pip install torch==2.13.0 'simkernel[export]'). Every export runs a parity check against torch.",
     )
-    export.add_argument("src", metavar="SRC", help="checkpoint folder (config.json, weights, tokenizer)")
+    export.add_argument(
+        "src", metavar="SRC", help="checkpoint folder (config.json, weights, tokenizer), or hub repo ORG/NAME"
+    )
     export.add_argument("dst", metavar="DST", help="bundle folder to write")
     export.add_argument(
         "--precision",

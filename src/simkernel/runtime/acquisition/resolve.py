@@ -9,7 +9,9 @@ Tried in this order; if all fail, :class:`ModelNotFoundError` lists every attemp
    needs the ``export`` extra (``pip install 'simkernel[export]'``); without it the error names that
    command and ``simkernel models export SRC DST``;
 3. a model id already in the store (``simkernel.runtime.acquisition.store.model_dir(id)``);
-4. the Hugging Face hub (:mod:`simkernel.runtime.acquisition.hub`): the repo's published ONNX files.
+4. the Hugging Face hub (:mod:`simkernel.runtime.acquisition.hub`): the repo's published ONNX files;
+   for a repo that publishes none, its checkpoint, downloaded and exported into the store under the repo's
+   id (:mod:`simkernel.runtime.acquisition.hub_checkpoint`; needs the ``export`` extra).
 
 Short sentence-transformers names (``"all-MiniLM-L6-v2"``) and renamed repos resolve through the
 registry's aliases.
@@ -23,7 +25,13 @@ from pathlib import Path
 
 from simkernel.errors import MissingDependencyError, ModelError, ModelNotFoundError
 from simkernel.runtime.acquisition import store
-from simkernel.runtime.acquisition.hub import download_bundle, explain_failure, fetch_file, hub_settings
+from simkernel.runtime.acquisition.hub import (
+    NoOnnxPublishedError,
+    download_bundle,
+    explain_failure,
+    fetch_file,
+    hub_settings,
+)
 from simkernel.runtime.acquisition.registry import DEFAULT_MODEL, canonical_id, known_model
 from simkernel.runtime.inference.bundle import PRECISIONS, check_precision, is_bundle
 from simkernel.runtime.inference.config import read_json, read_model_config
@@ -40,7 +48,8 @@ def _is_checkpoint(folder: Path) -> bool:
     return (folder / "config.json").is_file() and any((folder / w).is_file() for w in WEIGHT_FILES)
 
 
-def _looks_like_path(model: str) -> bool:
+def looks_like_path(model: str) -> bool:
+    """Whether ``model`` reads as a file system path rather than a model id (``org/name``, ``name``)."""
     return model.startswith((".", "/", "~")) or os.sep in model.replace("/", "") or model.count("/") > 1
 
 
@@ -113,7 +122,7 @@ def resolve_model(
             f"local folder {path}: no checkpoint either (needs config.json and {WEIGHT_FILES[0]})"
         )
         raise ModelNotFoundError(_message(text, attempts))
-    if isinstance(model, os.PathLike) or _looks_like_path(text):
+    if isinstance(model, os.PathLike) or looks_like_path(text):
         attempts.append(f"local folder {path}: does not exist")
         raise ModelNotFoundError(_message(text, attempts))
     attempts.append(f"local folder {path}: does not exist")
@@ -133,8 +142,17 @@ def resolve_model(
 
     try:
         return download_bundle(model_id, precision=precision, token=token)
+    except NoOnnxPublishedError as exc:
+        attempts.append(f"hub: {exc}")
     except ModelError as exc:
         attempts.append(f"hub: {exc}")
+        raise ModelNotFoundError(_message(text, attempts)) from None
+    from simkernel.runtime.acquisition.hub_checkpoint import export_from_hub
+
+    try:
+        return export_from_hub(model_id, precision=precision, token=token)
+    except (ModelError, MissingDependencyError) as exc:
+        attempts.append(f"hub checkpoint: {exc}")
     raise ModelNotFoundError(_message(text, attempts))
 
 
@@ -160,7 +178,7 @@ def model_architectures(model: str | Path = DEFAULT_MODEL, token: str | None = N
     path = Path(text).expanduser()
     if path.is_dir():
         return list(read_model_config(path).architectures)
-    if isinstance(model, os.PathLike) or _looks_like_path(text):
+    if isinstance(model, os.PathLike) or looks_like_path(text):
         raise ModelNotFoundError(f"cannot find model {text!r}: local folder {path} does not exist")
     model_id = canonical_id(text)
     folder = store.model_dir(model_id)
