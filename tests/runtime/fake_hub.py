@@ -12,7 +12,8 @@
 
 Every request is recorded (method, path, Authorization header). Knobs: ``private`` (repo needs
 ``Bearer <token>``), ``fail_path`` (answer 500 to the CDN GET of that file), ``stall_path`` (send half of
-that file, set ``stalled`` and hold the connection until ``release`` is set).
+that file, set ``stalled`` and hold the connection until ``release`` is set), ``faults`` (hub path ->
+list of network faults of tests/fault_http.py, one consumed per GET of that file's content).
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ import hashlib
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+
+from tests.fault_http import send_fault
 
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
 
@@ -32,6 +35,8 @@ class FakeHub:
         self.private: dict[str, str] = {}  # repo -> required token
         self.fail_path: str | None = None
         self.stall_path: str | None = None
+        self.faults: dict[str, list[str]] = {}
+        self._faults_lock = threading.Lock()
         self.stalled = threading.Event()
         self.release = threading.Event()
         self._blobs = {hashlib.sha256(d).hexdigest(): d for files in repos.values() for d in files.values()}
@@ -114,7 +119,19 @@ class FakeHub:
             }
             return self._send(h, 302, headers, b"", head)
         etag = hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+        if not head and self._fault(h, file_path, data, {**common, "ETag": f'"{etag}"'}):
+            return None
         return self._send(h, 200, {**common, "ETag": f'"{etag}"'}, data, head)
+
+    def _fault(self, h, file_path: str, data: bytes, headers: dict) -> bool:
+        """Answer with the next scripted fault of ``file_path``, if any (True when one was sent)."""
+        with self._faults_lock:
+            queue = self.faults.get(file_path)
+            fault = queue.pop(0) if queue else None
+        if fault is None:
+            return False
+        send_fault(h, fault, data, "application/octet-stream", headers)
+        return True
 
     def _serve_blob(self, h, sha: str, head: bool) -> None:
         data = self._blobs.get(sha)
@@ -130,6 +147,8 @@ class FakeHub:
             return self._error(h, 500, "InternalError", "storage backend failed", head)
         start = 0
         range_header = h.headers.get("Range")
+        if not head and self._fault(h, name, data, {"ETag": f'"{sha}"'}):
+            return None
         if range_header and range_header.startswith("bytes="):
             start = int(range_header[6:].split("-", 1)[0] or 0)
         body = data[start:]

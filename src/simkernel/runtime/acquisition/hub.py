@@ -40,6 +40,9 @@ from simkernel.runtime.inference.config import read_model_config
 from simkernel.runtime.inference.text_encoder import BundleTextEncoder
 
 REQUIRED_FILES = ("config.json", "tokenizer.json")
+DOWNLOAD_ATTEMPTS = 3  # tries of one file when the hub fails in a way that may pass (see _transient)
+_RETRY_WAITS_S = (0.5, 2.0)  # before the second and third try
+_TRANSIENT_STATUSES = frozenset({500, 502, 503, 504})
 LOCAL_INT8_MIN_COSINE = 0.97  # the export's int8 parity tolerance, here against the fp32 graph
 _TRUE = {"1", "on", "yes", "true"}
 
@@ -60,7 +63,26 @@ def hub_settings(token: str | None = None) -> dict:
 
 
 def fetch_file(repo: str, filename: str, revision: str, settings: dict) -> Path | None:
-    """Download one file (or find it in the HF cache); None when the repo does not have it."""
+    """Download one file (or find it in the HF cache); None when the repo does not have it.
+
+    huggingface_hub itself retries timeouts, refused and cut-short connections (resuming, 5 more tries a
+    second apart) and HTTP 408/429 (5 more, backing off up to 8 s). What it gives up on at once and
+    may pass (a connection reset, a body whose size does not match, HTTP 5xx) is tried again here,
+    :data:`DOWNLOAD_ATTEMPTS` tries in all; each try writes a new temporary file, so nothing of a failed
+    try is reused."""
+    import time
+
+    for attempt in range(DOWNLOAD_ATTEMPTS):
+        try:
+            return _fetch_once(repo, filename, revision, settings)
+        except Exception as exc:
+            if attempt + 1 == DOWNLOAD_ATTEMPTS or not _transient(exc):
+                raise
+            time.sleep(_RETRY_WAITS_S[min(attempt, len(_RETRY_WAITS_S) - 1)])
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _fetch_once(repo: str, filename: str, revision: str, settings: dict) -> Path | None:
     from huggingface_hub import hf_hub_download
     from huggingface_hub.errors import EntryNotFoundError, LocalEntryNotFoundError
 
@@ -82,6 +104,25 @@ def fetch_file(repo: str, filename: str, revision: str, settings: dict) -> Path 
         raise
     except EntryNotFoundError:
         return None
+
+
+def _transient(exc: BaseException) -> bool:
+    """Whether a failed download may succeed when tried again and huggingface_hub did not retry it:
+    HTTP 5xx, a connection reset while reading (httpx's ReadError, matched by class name:
+    huggingface_hub may bring its own copy of httpx), or its size check of a body that broke off. Not:
+    what it has retried already (timeouts, cut-short connections, 408/429, a hub that cannot be reached
+    at all), a missing repo, revision or file."""
+    from huggingface_hub.errors import HfHubHTTPError, LocalEntryNotFoundError
+
+    if isinstance(exc, LocalEntryNotFoundError):
+        return False
+    if isinstance(exc, HfHubHTTPError):
+        response = getattr(exc, "response", None)
+        return getattr(response, "status_code", None) in _TRANSIENT_STATUSES
+    names = {cls.__name__ for cls in type(exc).__mro__}
+    if names & {"ReadError", "WriteError"}:
+        return True
+    return isinstance(exc, OSError) and "Consistency check failed" in str(exc)
 
 
 def explain_failure(repo: str, revision: str, settings: dict, exc: Exception) -> ModelError:
@@ -112,7 +153,9 @@ def explain_failure(repo: str, revision: str, settings: dict, exc: Exception) ->
         hint = f"the hub answered an error ({exc})"
     else:
         hint = f"{type(exc).__name__}: {exc}"
-    return ModelError(f"downloading {where} failed: {hint}")
+    if _transient(exc):
+        hint += f" (after {DOWNLOAD_ATTEMPTS} tries; run the command again later)"
+    return ModelError(f"downloading {where} failed: {' '.join(hint.split())}")
 
 
 def place_file(src: Path, dest: Path) -> None:
