@@ -192,18 +192,22 @@ def fastembed_worker(config_path: str) -> None:
     import numpy as np
 
     config = json.loads(Path(config_path).read_text(encoding="utf-8"))
-    encode = fastembed_model(config["bundle"], config["threads"])
     texts, singles = config["texts"], iter(config["singles"] * 100)
-    encode(texts[:64])
 
-    def single() -> None:
-        for _ in range(25):
-            encode([next(singles)])
+    def handlers() -> dict:
+        encode = fastembed_model(config["bundle"], config["threads"])
+        encode(texts[:64])
 
-    def embed() -> None:
-        np.save(config["out"], encode(config["embed"]))
+        def single() -> None:
+            for _ in range(25):
+                encode([next(singles)])
 
-    serve({"throughput": lambda: encode(texts), "single": single, "embed": embed})
+        def embed() -> None:
+            np.save(config["out"], encode(config["embed"]))
+
+        return {"throughput": lambda: encode(texts), "single": single, "embed": embed}
+
+    serve(handlers)
 
 
 # -------------------------------------------------------------------------------------------- report

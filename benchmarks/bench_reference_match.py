@@ -226,8 +226,12 @@ def main() -> None:
 
 
 if __name__ == "__main__" and "--worker" in sys.argv:
-    runner = Runner(sys.argv[sys.argv.index("--worker") + 1])
-    serve({"a": runner.a, "b": runner.b, "encoder": runner.encoder_alone})
+
+    def handlers() -> dict:
+        runner = Runner(sys.argv[sys.argv.index("--worker") + 1])
+        return {"a": runner.a, "b": runner.b, "encoder": runner.encoder_alone}
+
+    serve(handlers)
 elif __name__ == "__main__" and "--first-evaluate" in sys.argv:
     print(json.dumps(first_evaluate(sys.argv[sys.argv.index("--first-evaluate") + 1])))
 elif __name__ == "__main__":

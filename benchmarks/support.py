@@ -257,16 +257,18 @@ class Worker:
             self.process.wait(timeout=60)
 
 
-def serve(handlers: Mapping[str, Callable[[], str | None]]) -> None:
-    """The worker side of :class:`Worker`: answer ``ready``, then run one handler per request line and
-    answer ``done [reply]``, until ``quit``. The handlers' own prints go to /dev/null (eval_lib prints
-    every result even with ``verbose=False``)."""
+def serve(make_handlers: Callable[[], Mapping[str, Callable[[], object]]]) -> None:
+    """The worker side of :class:`Worker`: build the handlers (``make_handlers()``: load the model...),
+    answer ``ready``, then run one handler per request line and answer ``done [reply]`` (a handler's result
+    when it is a string), until ``quit``. Everything printed on stdout in the meantime goes to /dev/null
+    (eval_lib prints every result even with ``verbose=False``)."""
     channel = os.fdopen(os.dup(1), "w", buffering=1)
     sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - for the life of the worker
+    handlers = make_handlers()
     channel.write("ready\n")
     for line in sys.stdin:
         request = line.strip()
         if request == "quit":
             break
         reply = handlers[request]()
-        channel.write(f"done {reply or ''}\n")
+        channel.write(f"done {reply if isinstance(reply, str) else ''}\n")
