@@ -70,6 +70,10 @@ def _finite_float(text: str) -> float:
     return value
 
 
+def _threshold(text: str) -> float | str:
+    return "calibrated" if text.strip().lower() == "calibrated" else _finite_float(text)
+
+
 class OneLineErrorParser(argparse.ArgumentParser):
     """An ArgumentParser whose usage errors are one line (what is wrong, and where the help is), exit 2."""
 
@@ -131,9 +135,10 @@ def _add_score(commands: argparse._SubParsersAction) -> None:
     )
     scoring.add_argument(
         "--threshold",
-        type=_finite_float,
+        type=_threshold,
         metavar="T",
-        help="success = score >= T (reference mode default 0.7; sas/exact: no success column unless given)",
+        help="success = score >= T, a number or 'calibrated' (the model's threshold calibrated on human "
+        "labels); reference mode default 0.7; sas/exact: no success column unless given",
     )
     scoring.add_argument(
         "--allow-empty",

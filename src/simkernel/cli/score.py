@@ -21,11 +21,11 @@ from simkernel.cli.modes import Scorer, english_only_note, make_scorer
 from simkernel.cli.parser import DEFAULT_MODEL
 from simkernel.cli.progress import ProgressBar
 from simkernel.cli.summary import Summary, summarize
+from simkernel.cli.thresholds import resolve_cli_threshold
 
 CHUNK_ROWS = 256  # rows per scoring call: the progress granularity (the encoder deduplicates within a call)
 SUCCESS_COLUMN = "success"
 DEFAULT_COLUMNS = {"predicted": "predicted", "ground_truth": "ground_truth", "references": "references"}
-DEFAULT_REFERENCE_THRESHOLD = 0.7  # eval_lib's ReferenceMatchMetric default
 _MAX_LISTED_LINES = 5
 
 
@@ -49,9 +49,7 @@ def run_score(args: argparse.Namespace) -> int:
     check_columns(table, columns, args)
     _check_added_columns(table, args)
     inputs = read_inputs(table, columns, args)
-    threshold = args.threshold
-    if threshold is None and args.mode == "reference":
-        threshold = DEFAULT_REFERENCE_THRESHOLD
+    threshold, threshold_notes = resolve_cli_threshold(args)
 
     scorer = make_scorer(args)
     load_s = score_s = 0.0
@@ -76,7 +74,7 @@ def run_score(args: argparse.Namespace) -> int:
         load_s=load_s,
         score_s=score_s,
         output=args.output,
-        notes=[*scorer.notes, *_language_notes(args, inputs)],
+        notes=[*threshold_notes, *scorer.notes, *_language_notes(args, inputs)],
     )
     if args.summary_json:
         write_summary_json(summary, args.summary_json)

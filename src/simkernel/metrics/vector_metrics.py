@@ -10,6 +10,8 @@ reason and log strings (see ``scoring`` for the numerics). What differs, on purp
 - ``verbose=False`` prints nothing (eval_lib prints the raw result dict regardless).
 - An ``aggregation`` other than "max"/"mean" warns at construction; it is still treated as the mean, as
   eval_lib does silently, so results stay identical.
+- ``threshold="calibrated"`` (an extension) takes the threshold calibrated on human labels that the local
+  model's registry entry carries (``threshold_source`` says which); a model without one raises ValueError.
 - References given as a plain string raise ``TypeError`` (eval_lib fails later with a confusing error);
   non-string references raise ``ValueError`` naming the index.
 - ``simkernel.evaluate`` scores many cases of a local-provider metric in one embedding pass over the
@@ -34,14 +36,28 @@ from simkernel.runtime.inference.inputs import check_unicode
 __all__ = ["ReferenceMatchMetric", "SemanticSimilarityMetric"]
 
 
-def _check_threshold(threshold: Any) -> float:
+def _check_threshold(threshold: Any, provider: EmbeddingProvider) -> tuple[float, str]:
+    """(threshold, where it came from): a number as given, or ``"calibrated"``: the threshold the local
+    model's registry entry carries (see :mod:`simkernel.calibration.thresholds`)."""
+    if isinstance(threshold, str) and threshold.strip().lower() == "calibrated":
+        from simkernel.calibration.thresholds import calibrated_threshold
+        from simkernel.metrics.embedding_providers import LocalEmbeddingProvider
+
+        if not isinstance(provider, LocalEmbeddingProvider):
+            raise ValueError(
+                f"threshold='calibrated' needs a local model with a calibrated threshold; {provider!r} has "
+                "none: pass a number, e.g. threshold=0.7"
+            )
+        resolved = calibrated_threshold(provider.model_id, provider.precision)
+        return resolved.value, resolved.source
     if isinstance(threshold, bool) or not isinstance(threshold, numbers.Real):
         raise TypeError(
-            f"threshold must be a number (the minimum passing score, 0.0 to 1.0), got {threshold!r}"
+            f"threshold must be a number (the minimum passing score, 0.0 to 1.0) or 'calibrated', "
+            f"got {threshold!r}"
         )
     if math.isnan(threshold):
         raise ValueError("threshold must be a number, got NaN")
-    return threshold
+    return threshold, "threshold= argument"
 
 
 def _check_references(references: Any) -> list[str]:
@@ -99,7 +115,7 @@ class _VectorMetric:
 
     def __init__(
         self,
-        threshold: float,
+        threshold: float | str,
         embedding_provider: str | EmbeddingProvider,
         model_name: str | None,
         verbose: bool,
@@ -107,9 +123,9 @@ class _VectorMetric:
         self.model = (
             None  # eval_lib's judge-LLM slot (MetricResult.evaluation_model); vector metrics have none
         )
-        self.threshold = _check_threshold(threshold)
         self.verbose = verbose
         self.provider = get_embedding_provider(embedding_provider, model_name)
+        self.threshold, self.threshold_source = _check_threshold(threshold, self.provider)
 
     # -- batch protocol -----------------------------------------------------------------------------
     def _special_result(self, test_case: Any) -> dict[str, Any] | None:
@@ -166,7 +182,7 @@ class ReferenceMatchMetric(_VectorMetric):
 
     def __init__(
         self,
-        threshold: float = 0.7,
+        threshold: float | str = 0.7,
         references: Sequence[str] | None = None,
         aggregation: str = "max",
         embedding_provider: str | EmbeddingProvider = "openai",
@@ -227,7 +243,7 @@ class SemanticSimilarityMetric(_VectorMetric):
 
     def __init__(
         self,
-        threshold: float = 0.7,
+        threshold: float | str = 0.7,
         embedding_provider: str | EmbeddingProvider = "openai",
         model_name: str | None = None,
         verbose: bool = False,

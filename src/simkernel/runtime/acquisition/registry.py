@@ -43,6 +43,22 @@ CONFIG_FILES = (
 
 
 @dataclass(frozen=True)
+class CalibratedThreshold:
+    """A threshold on this model's scores calibrated on human labels (``scripts/calibrate_default_model.py``):
+    the F1-maximising ``threshold`` at ``precision`` with its bootstrap 95% ``interval``, the ``f1`` and
+    Cohen's ``kappa`` it reaches on the ``pairs`` labelled pairs of ``data`` under the label ``rule``."""
+
+    precision: str
+    threshold: float
+    interval: tuple[float, float]
+    f1: float
+    kappa: float
+    pairs: int
+    data: str = "the English SAS data (SQuAD + NQ-open)"
+    rule: str = "label >= 1 (partly or fully the same meaning) positive"
+
+
+@dataclass(frozen=True)
 class KnownModel:
     """A model simkernel knows: what it is, where it comes from, and how it embeds or scores."""
 
@@ -58,6 +74,11 @@ class KnownModel:
     description: str
     onnx_file: str = FP32_HUB_FILE
     int8_files: tuple[str, ...] = INT8_HUB_FILES
+    calibrated: tuple[CalibratedThreshold, ...] = ()
+
+    def calibrated_threshold(self, precision: str) -> CalibratedThreshold | None:
+        """The threshold calibrated for ``precision``, or None."""
+        return next((c for c in self.calibrated if c.precision == precision), None)
 
     @property
     def pinned(self) -> bool:
@@ -76,6 +97,11 @@ KNOWN_MODELS: tuple[KnownModel, ...] = (
         revision="c9745ed1d9f207416be6d2e6f8de32d1f16199bf",
         languages="en",
         description="default; eval_lib's local embedding model; fast, English",
+        # scripts/calibrate_default_model.py: SASEvaluator scores of the 4,600 labelled English SAS pairs
+        calibrated=(
+            CalibratedThreshold("fp32", 0.4719, (0.4014, 0.5544), f1=0.5926, kappa=0.3849, pairs=4600),
+            CalibratedThreshold("int8", 0.4727, (0.4136, 0.5612), f1=0.5917, kappa=0.3845, pairs=4600),
+        ),
     ),
     KnownModel(
         id="sentence-transformers/paraphrase-multilingual-MiniLM-L12-v2",
