@@ -13,8 +13,8 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 _LAZY = {
-    "Calibration": "simkernel.calibration.calibrate",
-    "calibrate": "simkernel.calibration.calibrate",
+    "Calibration": "simkernel.calibration.fit",
+    "calibrate": "simkernel.calibration.fit",
     "ThresholdStats": "simkernel.calibration.binary",
 }
 
@@ -22,7 +22,7 @@ __all__ = ["Calibration", "ThresholdStats", "calibrate"]
 
 if TYPE_CHECKING:  # pragma: no cover
     from simkernel.calibration.binary import ThresholdStats
-    from simkernel.calibration.calibrate import Calibration, calibrate
+    from simkernel.calibration.fit import Calibration, calibrate
 
 
 def __getattr__(name: str) -> Any:
