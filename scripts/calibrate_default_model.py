@@ -11,7 +11,7 @@ Held-out: calibrate on one set, then F1 on the other at that threshold next to e
 directions, both precisions).
 
 Prints the registry lines (``CalibratedThreshold(...)``, pasted into
-``simkernel/runtime/registry.py``) and the Markdown tables of README.md and benchmarks/README.md:
+``simkernel/runtime/acquisition/registry.py``) and the Markdown tables of README.md and benchmarks/README.md:
 
     python scripts/calibrate_default_model.py
 """
@@ -85,7 +85,7 @@ def main() -> int:
                 f"| {precision} | {train} ({fitted.n}) | {test} ({positive.size}) | {fitted.threshold:.4f} | "
                 f"{at_fitted.f1:.3f} | {at_fixed.f1:.3f} | {at_fitted.kappa:.3f} | {at_fixed.kappa:.3f} |"
             )
-    print("registry (simkernel/runtime/registry.py):")
+    print("registry (simkernel/runtime/acquisition/registry.py):")
     print("\n".join("    " + line for line in registry))
     print("\ncalibrated on SQuAD + NQ-open, label >= 1 positive:\n")
     print(

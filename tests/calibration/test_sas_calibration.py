@@ -14,7 +14,7 @@ from sklearn.metrics import f1_score
 from tests.conftest import DATA
 
 from simkernel import calibrate
-from simkernel.runtime.registry import known_model
+from simkernel.runtime.acquisition.registry import known_model
 
 MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 FIXED = 0.7  # eval_lib's ReferenceMatchMetric default

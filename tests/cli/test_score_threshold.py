@@ -8,7 +8,7 @@ import json
 import pytest
 from tests.cli.conftest import read_csv_rows
 
-from simkernel.runtime.registry import known_model
+from simkernel.runtime.acquisition.registry import known_model
 
 ENTRY = known_model("sentence-transformers/all-MiniLM-L6-v2")
 

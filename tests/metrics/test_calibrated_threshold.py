@@ -11,7 +11,7 @@ import pytest
 from simkernel import EvalTestCase
 from simkernel.metrics.embedding_providers import LocalEmbeddingProvider
 from simkernel.metrics.vector_metrics import ReferenceMatchMetric, SemanticSimilarityMetric
-from simkernel.runtime.registry import known_model
+from simkernel.runtime.acquisition.registry import known_model
 
 ENTRY = known_model("sentence-transformers/all-MiniLM-L6-v2")
 # scores between the calibrated threshold (~0.47) and eval_lib's 0.7 with all-MiniLM-L6-v2

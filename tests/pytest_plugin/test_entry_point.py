@@ -59,7 +59,7 @@ def test_no_simkernel_turns_it_off(fixture_test):
 
 
 def test_loading_the_plugin_imports_nothing_heavy():
-    heavy = ("numpy", "onnxruntime", "tokenizers", "simkernel.runtime.text_encoder", "simkernel.kernels")
+    heavy = ("numpy", "onnxruntime", "tokenizers", "simkernel.runtime.inference", "simkernel.kernels")
     code = (
         "import sys, pytest, simkernel.pytest_plugin\n"
         f"heavy = {heavy!r}\n"

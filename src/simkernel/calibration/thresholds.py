@@ -1,9 +1,9 @@
 """``threshold="calibrated"``: the threshold a model's registry entry carries; where a threshold came from.
 
-The registry (:mod:`simkernel.runtime.registry`) holds, for some models, thresholds calibrated on human
-labels per precision (:class:`~simkernel.runtime.registry.CalibratedThreshold`: which data, which label
-rule, the bootstrap interval, F1). The metrics, ``simkernel score --threshold calibrated`` and the pytest
-plugin resolve ``"calibrated"`` here; a model without one is an error that says so and what to pass
+The registry (:mod:`simkernel.runtime.acquisition.registry`) holds, for some models, thresholds
+calibrated on human labels per precision (``CalibratedThreshold``: which data, which label rule, the
+bootstrap interval, F1). The metrics, ``simkernel score --threshold calibrated`` and the pytest plugin
+resolve ``"calibrated"`` here; a model without one is an error that says so and what to pass
 instead. Standard library only (the pytest plugin imports this at start-up).
 """
 
@@ -52,7 +52,7 @@ def calibrated_threshold(model: object, precision: str) -> Threshold:
 
     Raises ValueError when the registry has none for them, naming the models that have one.
     """
-    from simkernel.runtime.registry import KNOWN_MODELS, known_model
+    from simkernel.runtime.acquisition.registry import KNOWN_MODELS, known_model
 
     known = known_model(model) if isinstance(model, str) else None
     entry = known.calibrated_threshold(precision) if known is not None else None
