@@ -36,8 +36,10 @@ def test_constructor_parameters_and_defaults_are_haystacks():
     for name in ("model", "batch_size", "device"):
         assert ours[name].default == theirs[name].default
     assert ours["token"].default.to_dict() == theirs["token"].default.to_dict()
-    assert [n for n, p in ours.items() if p.kind is p.KEYWORD_ONLY] == ["precision", "threads"]
-    assert ours["precision"].default == "fp32" and ours["threads"].default is None
+    assert [n for n, p in ours.items() if p.kind is p.KEYWORD_ONLY] == ["precision", "threads", "cache_dir"]
+    assert (
+        ours["precision"].default == "fp32" and ours["threads"].default is ours["cache_dir"].default is None
+    )
 
 
 def test_top_level_import():

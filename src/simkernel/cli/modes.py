@@ -38,8 +38,10 @@ def make_scorer(args: argparse.Namespace) -> Scorer:
     precision = args.precision or DEFAULT_PRECISION
     batch_size = args.batch_size or DEFAULT_BATCH_SIZE
     if args.mode == "sas":
-        return SasScorer(model, precision, batch_size, args.threads)
-    return ReferenceScorer(model, precision, batch_size, args.threads, args.aggregation or "max")
+        return SasScorer(model, precision, batch_size, args.threads, args.cache_dir)
+    return ReferenceScorer(
+        model, precision, batch_size, args.threads, args.aggregation or "max", args.cache_dir
+    )
 
 
 def _non_latin(text: str) -> bool:
@@ -76,10 +78,12 @@ def english_only_note(model: str, predicted: Sequence[str], targets: Sequence[An
 class SasScorer:
     """Semantic answer similarity through ``SASEvaluator`` (bi-encoder cosine, or a cross-encoder's score)."""
 
-    def __init__(self, model: str, precision: str, batch_size: int, threads: int | None) -> None:
+    def __init__(
+        self, model: str, precision: str, batch_size: int, threads: int | None, cache_dir: str | None = None
+    ) -> None:
         from simkernel.components.evaluators import SASEvaluator
 
-        options: dict[str, Any] = {"precision": precision}
+        options: dict[str, Any] = {"precision": precision, "cache_dir": cache_dir}
         if threads is not None:
             options["threads"] = threads
         self.evaluator = SASEvaluator(model=model, batch_size=batch_size, **options)
@@ -126,12 +130,18 @@ class ReferenceScorer:
     provider; a row without references scores 0.0, as the metric's no-references result."""
 
     def __init__(
-        self, model: str, precision: str, batch_size: int, threads: int | None, aggregation: str
+        self,
+        model: str,
+        precision: str,
+        batch_size: int,
+        threads: int | None,
+        aggregation: str,
+        cache_dir: str | None = None,
     ) -> None:
         from simkernel.metrics.embedding_providers import LocalEmbeddingProvider
 
         self.provider = LocalEmbeddingProvider(
-            model, precision=precision, threads=threads, batch_size=batch_size
+            model, precision=precision, threads=threads, batch_size=batch_size, cache_dir=cache_dir
         )
         self.aggregation = aggregation
         self.description = f"mode reference ({aggregation}), model {self.provider.model_id} ({precision})"

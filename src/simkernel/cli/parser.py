@@ -176,6 +176,11 @@ def _add_model_options(command: argparse.ArgumentParser) -> None:
     model.add_argument(
         "--threads", type=_positive_int, metavar="N", help="onnxruntime threads (default: all cores)"
     )
+    model.add_argument(
+        "--cache-dir",
+        metavar="DIR",
+        help="keep embeddings in DIR across runs (default: $SIMKERNEL_CACHE_DIR if set, else no cache)",
+    )
 
 
 _CALIBRATE_EPILOG = """\

@@ -108,6 +108,7 @@ def check_mode_options(args: argparse.Namespace) -> None:
             "precision": "--precision",
             "batch_size": "--batch-size",
             "threads": "--threads",
+            "cache_dir": "--cache-dir",
         },
     }[args.mode]
     given = [flag for name, flag in not_for.items() if getattr(args, name) is not None]

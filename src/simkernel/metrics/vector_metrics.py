@@ -10,6 +10,8 @@ reason and log strings (see ``scoring`` for the numerics). What differs, on purp
 - ``verbose=False`` prints nothing (eval_lib prints the raw result dict regardless).
 - An ``aggregation`` other than "max"/"mean" warns at construction; it is still treated as the mean, as
   eval_lib does silently, so results stay identical.
+- ``cache_dir=`` (an extension, keyword-only): the local model's persistent embedding cache, shared across
+  runs and processes (default ``$SIMKERNEL_CACHE_DIR`` if set, else off).
 - ``threshold="calibrated"`` (an extension) takes the threshold calibrated on human labels that the local
   model's registry entry carries (``threshold_source`` says which); a model without one raises ValueError.
 - References given as a plain string raise ``TypeError`` (eval_lib fails later with a confusing error);
@@ -119,12 +121,13 @@ class _VectorMetric:
         embedding_provider: str | EmbeddingProvider,
         model_name: str | None,
         verbose: bool,
+        cache_dir: str | None = None,
     ) -> None:
         self.model = (
             None  # eval_lib's judge-LLM slot (MetricResult.evaluation_model); vector metrics have none
         )
         self.verbose = verbose
-        self.provider = get_embedding_provider(embedding_provider, model_name)
+        self.provider = get_embedding_provider(embedding_provider, model_name, cache_dir)
         self.threshold, self.threshold_source = _check_threshold(threshold, self.provider)
 
     # -- batch protocol -----------------------------------------------------------------------------
@@ -188,8 +191,10 @@ class ReferenceMatchMetric(_VectorMetric):
         embedding_provider: str | EmbeddingProvider = "openai",
         model_name: str | None = None,
         verbose: bool = False,
+        *,
+        cache_dir: str | None = None,
     ) -> None:
-        super().__init__(threshold, embedding_provider, model_name, verbose)
+        super().__init__(threshold, embedding_provider, model_name, verbose, cache_dir)
         self.references = _check_references(references)
         if aggregation not in ("max", "mean"):
             warnings.warn(
@@ -247,8 +252,10 @@ class SemanticSimilarityMetric(_VectorMetric):
         embedding_provider: str | EmbeddingProvider = "openai",
         model_name: str | None = None,
         verbose: bool = False,
+        *,
+        cache_dir: str | None = None,
     ) -> None:
-        super().__init__(threshold, embedding_provider, model_name, verbose)
+        super().__init__(threshold, embedding_provider, model_name, verbose, cache_dir)
 
     def _texts(self, test_case: Any) -> tuple[str, list[str]]:
         return _text_field(test_case, "actual_output"), [_text_field(test_case, "expected_output")]

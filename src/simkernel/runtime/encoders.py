@@ -7,6 +7,7 @@ loads it with its core in :mod:`simkernel.runtime.inference`, which only ever re
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from simkernel.runtime.acquisition.registry import DEFAULT_MODEL
@@ -24,8 +25,9 @@ class TextEncoder(BundleTextEncoder):
         model: a bundle folder, a checkpoint folder (exported on first use), a model id in the store,
             or a hub repo id; see :func:`simkernel.runtime.acquisition.resolve.resolve_model` for the
             order.
-        precision, threads, providers, cache_size: see
-            :class:`~simkernel.runtime.inference.text_encoder.BundleTextEncoder`.
+        precision, threads, providers, cache_size, cache_dir: see
+            :class:`~simkernel.runtime.inference.text_encoder.BundleTextEncoder` (``cache_dir``: the
+            persistent embedding cache shared across runs, default ``$SIMKERNEL_CACHE_DIR`` or off).
         token: Hugging Face token for downloading a private or gated repo (default: ``HF_TOKEN``);
             unused when the model is a local folder or already in the store.
     """
@@ -38,11 +40,12 @@ class TextEncoder(BundleTextEncoder):
         providers: list[str] | None = None,
         cache_size: int = DEFAULT_CACHE_SIZE,
         token: str | None = None,
+        cache_dir: str | os.PathLike | None = None,
     ) -> None:
         check_precision(precision)
         EmbeddingCache(cache_size)  # a bad cache_size fails before any download or export
         folder = resolve_model(model, precision=precision, token=token)
-        super().__init__(folder, precision, threads, providers, cache_size, name=model)
+        super().__init__(folder, precision, threads, providers, cache_size, name=model, cache_dir=cache_dir)
 
 
 class CrossEncoder(BundleCrossEncoder):

@@ -13,23 +13,27 @@ from pathlib import Path
 from simkernel.runtime.acquisition.registry import DEFAULT_MODEL
 from simkernel.runtime.acquisition.resolve import resolve_model
 from simkernel.runtime.encoders import CrossEncoder, TextEncoder
+from simkernel.runtime.inference.disk_cache import resolve_cache_dir
 
 _LOCK = threading.Lock()
 _INSTANCES: dict[tuple, object] = {}
 
 
-def _key(kind: str, model: str | Path, precision: str, threads: int | None, providers, token) -> tuple:
+def _key(
+    kind: str, model: str | Path, precision: str, threads: int | None, providers, token, options
+) -> tuple:
     folder = resolve_model(model, precision=precision, token=token)  # the token is not part of the key
-    return (kind, str(Path(folder).resolve()), precision, threads, tuple(providers or ()))
+    settings = tuple(sorted(options.items()))
+    return (kind, str(Path(folder).resolve()), precision, threads, tuple(providers or ()), settings)
 
 
-def _shared(kind: str, factory, model, precision, threads, providers, token=None):
+def _shared(kind: str, factory, model, precision, threads, providers, token=None, **options):
     """The instance of ``factory`` for these settings, created once under the lock."""
-    key = _key(kind, model, precision, threads, providers, token)
+    key = _key(kind, model, precision, threads, providers, token, options)
     with _LOCK:
         instance = _INSTANCES.get(key)
         if instance is None:
-            instance = factory(key[1], precision=precision, threads=threads, providers=providers)
+            instance = factory(key[1], precision=precision, threads=threads, providers=providers, **options)
             instance.model = os.fspath(model)
             _INSTANCES[key] = instance
         return instance
@@ -41,10 +45,22 @@ def get_text_encoder(
     threads: int | None = None,
     providers: list[str] | None = None,
     token: str | None = None,
+    cache_dir: str | os.PathLike | None = None,
 ):
     """The shared :class:`~simkernel.runtime.TextEncoder` for these settings (created once;
-    ``token`` is only used to download the model)."""
-    return _shared("text", TextEncoder, model, precision, threads, providers, token)
+    ``token`` is only used to download the model). ``cache_dir``: the persistent embedding cache
+    (None: ``$SIMKERNEL_CACHE_DIR`` if set, else off), part of the key as the folder it resolves to."""
+    folder = resolve_cache_dir(cache_dir)
+    return _shared(
+        "text",
+        TextEncoder,
+        model,
+        precision,
+        threads,
+        providers,
+        token,
+        cache_dir=str(folder) if folder else "",
+    )
 
 
 def get_cross_encoder(

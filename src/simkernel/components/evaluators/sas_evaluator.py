@@ -86,6 +86,7 @@ class SASEvaluator:
         *,
         precision: str = "fp32",
         threads: int | None = None,
+        cache_dir: str | os.PathLike | None = None,
     ) -> None:
         """Store the settings; nothing is loaded until :meth:`warm_up` (or the first :meth:`run`).
 
@@ -101,6 +102,8 @@ class SASEvaluator:
             ``"bf16"`` (CPUs with native bf16, ``openvino`` extra).
         :param threads: CPU threads of the model (as :class:`simkernel.TextEncoder` uses them); ``None``:
             one per CPU.
+        :param cache_dir: folder of the persistent embedding cache shared across runs (bi-encoders;
+            default ``$SIMKERNEL_CACHE_DIR`` if set, else off; see :class:`simkernel.TextEncoder`).
         """
         if isinstance(model, os.PathLike):
             model = os.fspath(model)
@@ -125,6 +128,7 @@ class SASEvaluator:
         self._token = token
         self._precision = precision
         self._threads = threads
+        self._cache_dir = None if cache_dir is None else os.fspath(cache_dir)
         self._similarity_model: Any = None
         self._is_cross_encoder = False
         self._lock = threading.Lock()
@@ -164,6 +168,8 @@ class SASEvaluator:
             init_parameters["precision"] = self._precision
         if self._threads is not None:
             init_parameters["threads"] = self._threads
+        if self._cache_dir is not None:
+            init_parameters["cache_dir"] = self._cache_dir
         return {"type": registry_key(type(self)), "init_parameters": init_parameters}
 
     @classmethod
@@ -203,6 +209,8 @@ class SASEvaluator:
         from simkernel import runtime
 
         options = {"precision": self._precision, "threads": self._threads, "token": token}
+        if not is_cross_encoder:  # a cross-encoder scores pairs: it has no embeddings to cache
+            options["cache_dir"] = self._cache_dir
         if providers is None:
             get = runtime.get_cross_encoder if is_cross_encoder else runtime.get_text_encoder
             return get(self._model, **options)

@@ -25,7 +25,7 @@ __all__ = [
 
 
 def get_embedding_provider(
-    provider: str | EmbeddingProvider, model_name: str | None = None
+    provider: str | EmbeddingProvider, model_name: str | None = None, cache_dir=None
 ) -> EmbeddingProvider:
     """The provider for ``provider`` ("openai" or "local", or an :class:`EmbeddingProvider` instance,
     returned as is), with ``model_name`` or the provider's default model.
@@ -33,10 +33,15 @@ def get_embedding_provider(
     An unknown name raises eval_lib's ``ValueError``:
     ``"Unknown embedding provider: <name>. Use 'openai' or 'local'."``.
     """
+    if cache_dir is not None and provider != "local":
+        raise ValueError(
+            f"cache_dir applies to embedding_provider='local' only, not {provider!r}; "
+            "give an EmbeddingProvider instance its own cache, or drop cache_dir"
+        )
     if isinstance(provider, EmbeddingProvider):
         return provider
     if provider == "openai":
         return OpenAIEmbeddingProvider(model_name)
     if provider == "local":
-        return LocalEmbeddingProvider(model_name)
+        return LocalEmbeddingProvider(model_name, cache_dir=cache_dir)
     raise ValueError(f"Unknown embedding provider: {provider}. Use 'openai' or 'local'.")

@@ -42,8 +42,9 @@ class LocalEmbeddingProvider(EmbeddingProvider):
 
     ``precision`` ("fp32", "int8", or "bf16" on CPUs with native bf16: checked here, so an unavailable
     precision fails when the metric is made, not at its first score), ``threads`` (CPU threads, as
-    :class:`simkernel.TextEncoder` uses them; None = one per CPU) and ``batch_size`` (texts per forward
-    pass) go to the runtime.
+    :class:`simkernel.TextEncoder` uses them; None = one per CPU), ``batch_size`` (texts per forward
+    pass) and ``cache_dir`` (the persistent embedding cache; None: ``$SIMKERNEL_CACHE_DIR`` if set, else
+    off) go to the runtime.
     """
 
     def __init__(
@@ -53,6 +54,7 @@ class LocalEmbeddingProvider(EmbeddingProvider):
         precision: str = "fp32",
         threads: int | None = None,
         batch_size: int = 32,
+        cache_dir: str | os.PathLike | None = None,
     ) -> None:
         from simkernel.runtime.inference.bundle import check_precision
 
@@ -61,6 +63,7 @@ class LocalEmbeddingProvider(EmbeddingProvider):
         self.precision = check_precision(precision)
         self.threads = threads
         self.batch_size = batch_size
+        self.cache_dir = cache_dir
         self._encoder: TextEncoder | None = None
         self._lock = threading.Lock()
 
@@ -73,7 +76,10 @@ class LocalEmbeddingProvider(EmbeddingProvider):
                     from simkernel.runtime import get_text_encoder
 
                     self._encoder = get_text_encoder(
-                        self.model_id, precision=self.precision, threads=self.threads
+                        self.model_id,
+                        precision=self.precision,
+                        threads=self.threads,
+                        cache_dir=self.cache_dir,
                     )
         return self._encoder
 

@@ -17,7 +17,6 @@ interrupted write leaves at most a stale staging folder (cleaned up on the next 
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 import shutil
 import sys
@@ -28,7 +27,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from simkernel.errors import ModelError
+from simkernel.runtime.inference import file_lock
 from simkernel.runtime.inference.bundle import MANIFEST
+from simkernel.runtime.inference.bundle_digest import file_sha256  # noqa: F401 - store.file_sha256, used widely
 from simkernel.runtime.inference.config import read_json
 
 _STALE_STAGING_S = 24 * 3600
@@ -82,48 +83,17 @@ def model_lock(model_id: str, timeout_s: float = 3600.0) -> Iterator[None]:
     lock_dir = store_root() / "locks"
     lock_dir.mkdir(parents=True, exist_ok=True)
     path = lock_dir / (_folder_name(model_id) + ".lock")
-    with open(path, "a+b") as handle:
-        deadline = time.monotonic() + timeout_s
-        while True:
-            try:
-                _try_lock(handle)
-                break
-            except OSError as exc:
-                if time.monotonic() > deadline:
-                    raise ModelError(
-                        f"timed out after {timeout_s:.0f} s waiting for {path}: another process is "
-                        "installing "
-                        f"{model_id!r}; wait for it, or delete the lock file if no such process exists"
-                    ) from exc
-                time.sleep(0.05)
-        try:
+    try:
+        with file_lock.hold(path, timeout_s):
             yield
-        finally:
-            _unlock(handle)
-
-
-def _try_lock(handle) -> None:
-    if sys.platform == "win32":  # pragma: no cover - exercised on Windows only
-        import msvcrt
-
-        handle.seek(0)
-        msvcrt.locking(handle.fileno(), msvcrt.LK_NBLCK, 1)
-    else:
-        import fcntl
-
-        fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-
-
-def _unlock(handle) -> None:
-    if sys.platform == "win32":  # pragma: no cover
-        import msvcrt
-
-        handle.seek(0)
-        msvcrt.locking(handle.fileno(), msvcrt.LK_UNLCK, 1)
-    else:
-        import fcntl
-
-        fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+    except file_lock.LockTimeout as exc:
+        if exc.path == path:
+            raise ModelError(
+                f"timed out after {timeout_s:.0f} s waiting for {path}: another process is "
+                "installing "
+                f"{model_id!r}; wait for it, or delete the lock file if no such process exists"
+            ) from exc
+        raise
 
 
 def _clean_stale_staging(tmp_root: Path) -> None:
@@ -140,15 +110,6 @@ def new_staging_dir(model_id: str) -> Path:
     tmp_root.mkdir(parents=True, exist_ok=True)
     _clean_stale_staging(tmp_root)
     return Path(tempfile.mkdtemp(prefix=f"stage-{_folder_name(model_id)}-", dir=tmp_root))
-
-
-def file_sha256(path: Path, chunk: int = 1 << 20) -> str:
-    """Hex SHA-256 of a file, read in 1 MiB chunks."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        while block := handle.read(chunk):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def _manifest_files(manifest: dict) -> dict[str, dict]:

@@ -3,14 +3,18 @@ sentence-transformers."""
 
 from __future__ import annotations
 
+import os
+import threading
 from collections.abc import Iterable
 from pathlib import Path
 
 import numpy as np
 
 from simkernel.errors import ModelError
-from simkernel.runtime.inference.bundle import check_precision, open_bundle
+from simkernel.runtime.inference.bundle import check_precision, onnx_file, open_bundle
+from simkernel.runtime.inference.bundle_digest import bundle_digest
 from simkernel.runtime.inference.config import ModelConfig, read_model_config
+from simkernel.runtime.inference.disk_cache import DiskEmbeddingCache, resolve_cache_dir
 from simkernel.runtime.inference.embedding_cache import EmbeddingCache
 from simkernel.runtime.inference.inputs import check_batch_size, check_texts
 from simkernel.runtime.inference.pooling import l2_normalize, pool
@@ -48,6 +52,11 @@ class BundleTextEncoder:
             (fp32 and int8; bf16 runs on OpenVINO's CPU plugin).
         cache_size: entries of the LRU embedding cache shared by all calls (text -> vector;
             0 disables it). A repeated text is served from the cache: ~4 x dim bytes per entry.
+        cache_dir: a folder for the persistent embedding cache shared across runs and processes
+            (:mod:`simkernel.runtime.inference.disk_cache`; keyed by the bundle's checksum, the precision
+            and the exact text); None: ``$SIMKERNEL_CACHE_DIR`` if set, else off. With it, the
+            onnxruntime session opens at the first text the caches do not hold (a run served entirely
+            from the cache never loads the model).
 
     The pipeline is sentence-transformers': tokenization truncated at ``max_seq_length``, pooling per
     ``1_Pooling/config.json``, L2 normalisation when ``modules.json`` has a Normalize module. Thread-safe:
@@ -63,9 +72,11 @@ class BundleTextEncoder:
         cache_size: int = DEFAULT_CACHE_SIZE,
         *,
         name: str | Path | None = None,
+        cache_dir: str | os.PathLike | None = None,
     ) -> None:
         check_precision(precision)
         self._cache = EmbeddingCache(cache_size)
+        cache_folder = resolve_cache_dir(cache_dir)
         folder = Path(folder)
         model = str(folder) if name is None else name
         config = read_model_config(folder)
@@ -81,7 +92,8 @@ class BundleTextEncoder:
                 "simkernel "
                 "does not run (only Transformer, Pooling, Normalize); its embeddings would be wrong"
             )
-        self._session, self._tokenizer = open_bundle(
+        onnx_file(folder, precision)  # a missing graph fails here, not at the first text
+        self._open = lambda: open_bundle(
             folder,
             config,
             precision,
@@ -90,12 +102,37 @@ class BundleTextEncoder:
             providers=providers,
             lowercase=config.do_lower_case,
         )
+        self._runtime: tuple | None = None
+        self._runtime_lock = threading.Lock()
+        self.disk_cache: DiskEmbeddingCache | None = None
+        self._disk_key = ""
+        if cache_folder is not None:
+            self.disk_cache = DiskEmbeddingCache(cache_folder)
+            self._disk_key = bundle_digest(folder, precision, self.disk_cache.file_hash)
+        else:
+            self._loaded()
         self.model = str(model)
         self.model_path = folder
         self.precision = precision
         self.threads = threads
         self.config: ModelConfig = config
         self._dim = config.dim
+
+    def _loaded(self) -> tuple:
+        """(onnxruntime session, tokenizer), opened on first use."""
+        if self._runtime is None:
+            with self._runtime_lock:
+                if self._runtime is None:
+                    self._runtime = self._open()
+        return self._runtime
+
+    @property
+    def _session(self):
+        return self._loaded()[0]
+
+    @property
+    def _tokenizer(self):
+        return self._loaded()[1]
 
     @property
     def dim(self) -> int:
@@ -136,7 +173,7 @@ class BundleTextEncoder:
             (slots.setdefault(t, len(slots)) for t in items), dtype=np.int64, count=len(items)
         )
         unique = list(slots)
-        cached = self._cache.get_many(unique)
+        cached = self._cached(unique)
         missing = [i for i, v in enumerate(cached) if v is None]
         fresh = self._embed([unique[i] for i in missing], batch_size) if missing else None
         width = fresh.shape[1] if fresh is not None else next(v for v in cached if v is not None).shape[0]
@@ -147,8 +184,25 @@ class BundleTextEncoder:
         if fresh is not None:
             vectors[missing] = fresh
             self._cache.put_many([unique[i] for i in missing], fresh)
+            if self.disk_cache is not None:
+                self.disk_cache.put_many(self._disk_key, [unique[i] for i in missing], fresh)
         out = vectors[inverse]
         return l2_normalize(out) if normalize else out
+
+    def _cached(self, texts: list[str]) -> list[np.ndarray | None]:
+        """The vector of each text from the memory cache, else the disk cache (then kept in memory)."""
+        found = self._cache.get_many(texts)
+        if self.disk_cache is None:
+            return found
+        missing = [i for i, v in enumerate(found) if v is None]
+        if missing:
+            from_disk = self.disk_cache.get_many(self._disk_key, [texts[i] for i in missing])
+            hits = [(i, v) for i, v in zip(missing, from_disk, strict=True) if v is not None]
+            for i, vector in hits:
+                found[i] = vector
+            if hits:
+                self._cache.put_many([texts[i] for i, _ in hits], np.stack([v for _, v in hits]))
+        return found
 
     def _embed(self, texts: list[str], batch_size: int) -> np.ndarray:
         """Run the model on distinct texts: length-sorted batches (data-parallel over the session's

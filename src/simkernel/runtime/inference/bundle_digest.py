@@ -1,0 +1,40 @@
+"""The identity of a bundle for one precision: a SHA-256 over the files that decide its embeddings.
+
+:func:`bundle_digest` hashes every file of the bundle folder (recursively, by relative path) except the
+ONNX graphs of the other precisions (and their external-data files), so rebuilding the int8 graph leaves
+the fp32 key alone while any change to the fp32 graph, its weights, the tokenizer, the pooling or the
+manifest (which decides the session's optimisation level) gives a new key. A file's hash is memoised by
+(path, size, modification time, inode) when a memo is given (the disk cache keeps one), so a warm process
+only stats the files.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from pathlib import Path
+
+from simkernel.runtime.inference.bundle import PRECISIONS, check_precision
+
+
+def file_sha256(path: Path, chunk: int = 1 << 20) -> str:
+    """Hex SHA-256 of a file, read in 1 MiB chunks."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while block := handle.read(chunk):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def bundle_digest(folder: Path, precision: str, file_hash: Callable[[Path], str] = file_sha256) -> str:
+    """``"<sha256 hex>/<precision>"`` of the bundle ``folder``; ``file_hash`` hashes one file (memoised or
+    not)."""
+    check_precision(precision)
+    others = tuple(name for p, name in PRECISIONS.items() if p != precision)
+    entries = []
+    for path in sorted(p for p in Path(folder).rglob("*") if p.is_file()):
+        relative = path.relative_to(folder).as_posix()
+        if relative.startswith(others):
+            continue
+        entries.append(f"{relative}\t{file_hash(path)}\n")
+    return hashlib.sha256("".join(entries).encode("utf-8")).hexdigest() + "/" + precision
