@@ -255,6 +255,7 @@ def test_cuda_device_maps_to_the_cuda_execution_provider(monkeypatch):
                 "precision": "int8",
                 "threads": 3,
                 "token": None,
+                "cache_dir": None,
                 "providers": [("CUDAExecutionProvider", {"device_id": 1}), "CPUExecutionProvider"],
             },
         )

@@ -30,7 +30,8 @@ def bundle_digest(folder: Path, precision: str, file_hash: Callable[[Path], str]
     """``"<sha256 hex>/<precision>"`` of the bundle ``folder``; ``file_hash`` hashes one file (memoised or
     not)."""
     check_precision(precision)
-    others = tuple(name for p, name in PRECISIONS.items() if p != precision)
+    own = PRECISIONS[precision]
+    others = tuple(name for name in set(PRECISIONS.values()) if name != own)
     entries = []
     for path in sorted(p for p in Path(folder).rglob("*") if p.is_file()):
         relative = path.relative_to(folder).as_posix()
