@@ -255,3 +255,37 @@ def test_missing_export_extra_names_the_install_command(tmp_path, reference_chec
     assert "MISSING:" in run.stdout and "'torch'" in run.stdout
     assert "pip install torch==2.13.0 'simkernel[export]'" in run.stdout
     assert not (tmp_path / "out").exists()
+
+
+FUSED_OPS = {"Attention", "EmbedLayerNormalization", "SkipLayerNormalization", "BiasGelu"}
+
+
+def test_fuse_writes_onnxruntimes_transformer_fusions_with_the_same_embeddings(
+    tmp_path, tiny_models_root, reference_checkpoint
+):
+    """fuse=True: the fp32 graph holds onnxruntime's fused transformer operators (the manifest counts
+    them), unlike the default export of the same checkpoint, and embeds as sentence-transformers does.
+    A fused graph missing its parity check would fall back to the unfused one: the operators say which."""
+    import onnx
+    from runtime_helpers import cosine_rows, make_tiny_bi_encoder
+    from sentence_transformers import SentenceTransformer
+
+    from simkernel.runtime import TextEncoder
+    from simkernel.runtime.acquisition.export import export_model
+
+    checkpoint = make_tiny_bi_encoder(tiny_models_root, reference_checkpoint, "mean", True)
+    fused = export_model(checkpoint, tmp_path / "fused", "fp32", fuse=True)
+    plain = export_model(checkpoint, tmp_path / "plain", "fp32")
+
+    def op_types(bundle: Path) -> set[str]:
+        graph = onnx.load(str(bundle / "model.onnx"), load_external_data=False).graph
+        return {node.op_type for node in graph.node}
+
+    assert FUSED_OPS <= op_types(fused)
+    assert not op_types(plain) & (FUSED_OPS - {"BiasGelu"})  # the default graph keeps attention unfused
+    fusions = json.loads((fused / "simkernel.json").read_text())["files"]["model.onnx"]["fusions"]
+    assert set(fusions) == FUSED_OPS and all(count > 0 for count in fusions.values())
+    assert "fusions" not in json.loads((plain / "simkernel.json").read_text())["files"]["model.onnx"]
+    texts = [*SPECIAL_TEXTS, "Москва — столица России.", "北京是中国的首都。"]
+    reference = SentenceTransformer(str(checkpoint), device="cpu").encode(texts)
+    assert cosine_rows(TextEncoder(fused, threads=1).encode(texts), reference).min() >= 0.99999
