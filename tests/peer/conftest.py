@@ -18,7 +18,8 @@ The two tests marked ``integration`` download two tiny models from the Hugging F
 (``sentence-transformers-testing/stsb-bert-tiny-safetensors``,
 ``cross-encoder-testing/reranker-bert-tiny-gooaq-bce``). The build and CI machines have no access to the hub,
 so they cannot be downloaded there: those tests are skipped with that reason, and run by themselves wherever
-the hub (``HF_ENDPOINT``, default huggingface.co) answers and ``HF_HUB_OFFLINE`` is not set.
+the hub (``HF_ENDPOINT``, default huggingface.co) answers and ``HF_HUB_OFFLINE`` is not set. The two repos
+publish checkpoints only: simkernel exports them into its store on first use (needs the export extra).
 """
 
 from __future__ import annotations
