@@ -13,7 +13,7 @@ from pathlib import Path
 from simkernel.runtime.acquisition.registry import DEFAULT_MODEL
 from simkernel.runtime.acquisition.resolve import resolve_model
 from simkernel.runtime.encoders import CrossEncoder, TextEncoder
-from simkernel.runtime.inference.disk_cache import resolve_cache_dir
+from simkernel.runtime.inference.cache_settings import resolve_cache_dir
 
 _LOCK = threading.Lock()
 _INSTANCES: dict[tuple, object] = {}

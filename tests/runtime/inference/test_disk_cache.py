@@ -75,6 +75,9 @@ def test_key_is_the_bundle_checksum_and_the_precision(default_bundle, tmp_path):
     assert changed._disk_key != fp32._disk_key
     changed.encode(["Paris"])
     assert changed.disk_cache.misses == 1
+    # a hidden file (a tool's stamp or lock) is not part of the model
+    (copy / ".verified.json").write_text("{}", "utf-8")
+    assert TextEncoder(copy, cache_dir=tmp_path / "c")._disk_key == changed._disk_key
     # rebuilding the int8 graph leaves the fp32 key alone
     int8_graph = (copy / "model_int8.onnx").read_bytes()
     (copy / "model_int8.onnx").unlink()

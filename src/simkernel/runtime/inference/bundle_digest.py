@@ -1,7 +1,8 @@
 """The identity of a bundle for one precision: a SHA-256 over the files that decide its embeddings.
 
 :func:`bundle_digest` hashes every file of the bundle folder (recursively, by relative path) except the
-ONNX graphs of the other precisions (and their external-data files), so rebuilding the int8 graph leaves
+ONNX graphs of the other precisions (and their external-data files) and hidden files (names starting with
+a dot: stamps and locks that tools write beside a model), so rebuilding the int8 graph leaves
 the fp32 key alone while any change to the fp32 graph, its weights, the tokenizer, the pooling or the
 manifest (which decides the session's optimisation level) gives a new key. A file's hash is memoised by
 (path, size, modification time, inode) when a memo is given (the disk cache keeps one), so a warm process
@@ -34,8 +35,9 @@ def bundle_digest(folder: Path, precision: str, file_hash: Callable[[Path], str]
     others = tuple(name for name in set(PRECISIONS.values()) if name != own)
     entries = []
     for path in sorted(p for p in Path(folder).rglob("*") if p.is_file()):
-        relative = path.relative_to(folder).as_posix()
-        if relative.startswith(others):
-            continue
+        parts = path.relative_to(folder).parts
+        if parts[0].startswith(others) or any(part.startswith(".") for part in parts):
+            continue  # another precision's graph, or a hidden file (a stamp or lock, not the model)
+        relative = "/".join(parts)
         entries.append(f"{relative}\t{file_hash(path)}\n")
     return hashlib.sha256("".join(entries).encode("utf-8")).hexdigest() + "/" + precision

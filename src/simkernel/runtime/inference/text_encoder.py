@@ -13,8 +13,9 @@ import numpy as np
 from simkernel.errors import ModelError
 from simkernel.runtime.inference.bundle import check_precision, onnx_file, open_bundle
 from simkernel.runtime.inference.bundle_digest import bundle_digest
+from simkernel.runtime.inference.cache_settings import resolve_cache_dir
 from simkernel.runtime.inference.config import ModelConfig, read_model_config
-from simkernel.runtime.inference.disk_cache import DiskEmbeddingCache, resolve_cache_dir
+from simkernel.runtime.inference.disk_cache import DiskEmbeddingCache
 from simkernel.runtime.inference.embedding_cache import EmbeddingCache
 from simkernel.runtime.inference.inputs import check_batch_size, check_texts
 from simkernel.runtime.inference.pooling import l2_normalize, pool
@@ -196,12 +197,11 @@ class BundleTextEncoder:
             return found
         missing = [i for i, v in enumerate(found) if v is None]
         if missing:
-            from_disk = self.disk_cache.get_many(self._disk_key, [texts[i] for i in missing])
-            hits = [(i, v) for i, v in zip(missing, from_disk, strict=True) if v is not None]
-            for i, vector in hits:
-                found[i] = vector
-            if hits:
-                self._cache.put_many([texts[i] for i, _ in hits], np.stack([v for _, v in hits]))
+            positions, matrix = self.disk_cache.lookup(self._disk_key, [texts[i] for i in missing])
+            if matrix is not None:
+                for row, k in enumerate(positions):
+                    found[missing[k]] = matrix[row]
+                self._cache.put_many([texts[missing[k]] for k in positions], matrix)
         return found
 
     def _embed(self, texts: list[str], batch_size: int) -> np.ndarray:

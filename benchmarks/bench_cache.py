@@ -1,0 +1,83 @@
+"""The persistent embedding cache: the 5,025 SAS pairs scored in a fresh process, cold and warm.
+
+    python benchmarks/bench_cache.py [--rounds 3] [--precision fp32]
+
+Three engines, each a new interpreter that imports simkernel, reads the SAS pairs, scores all 5,025 with
+``SASEvaluator(model="sentence-transformers/all-MiniLM-L6-v2")`` in ONE ``run()`` and exits, timed around
+``subprocess.run`` (so the import and the model load count):
+
+- ``cold, no cache``: ``cache_dir=""`` (the cache off);
+- ``cold, cache on``: ``cache_dir=DIR``, the folder deleted before each of its turns (the run embeds every
+  distinct text, hashes the bundle and writes the 6,535 vectors);
+- ``warm, cache on``: the same folder filled by an untimed run beforehand (the run reads every vector from
+  the cache and never loads the model).
+
+The engines take turns in every round (:func:`support.alternate`); every run's scores are checked to be
+identical. Targets of the cache: warm >= 20x faster than cold with no cache; cold with the cache <= 5%
+slower than with none. Prints the Markdown table of benchmarks/README.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from support import MODEL_ID, alternate, duration, machine, min_median
+
+CHILD = """
+import hashlib, sys
+sys.path.insert(0, {benchmarks!r})
+from support import sas_pairs
+from simkernel.components.evaluators import SASEvaluator
+pairs = sas_pairs()
+evaluator = SASEvaluator(model={model!r}, precision={precision!r}, cache_dir={cache_dir!r})
+scores = evaluator.run(ground_truth_answers=[p[0] for p in pairs], predicted_answers=[p[1] for p in pairs])
+print(len(pairs), hashlib.sha256(repr(scores["individual_scores"]).encode()).hexdigest())
+"""
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--precision", default="fp32", choices=("fp32", "int8"))
+    args = parser.parse_args()
+    benchmarks = str(Path(__file__).resolve().parent)
+    results: set[str] = set()
+
+    def run(cache_dir: str) -> None:
+        code = CHILD.format(
+            benchmarks=benchmarks, model=MODEL_ID, precision=args.precision, cache_dir=cache_dir
+        )
+        done = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
+        results.add(done.stdout.strip())
+
+    with tempfile.TemporaryDirectory() as root:
+        cold, warm = Path(root, "cold"), Path(root, "warm")
+        run(str(warm))  # fills the warm cache (untimed)
+        times = alternate(
+            {
+                "cold, no cache": lambda: run(""),
+                "cold, cache on": lambda: run(str(cold)),
+                "warm, cache on": lambda: run(str(warm)),
+            },
+            args.rounds,
+            setup={"cold, cache on": lambda: shutil.rmtree(cold, ignore_errors=True)},
+        )
+    assert len(results) == 1 and results.pop().startswith("5025 "), "the runs gave different scores"
+    base_min, base_median = min_median(times["cold, no cache"])
+    print("| run (fresh process, 5,025 SAS pairs) | min | median | vs cold, no cache (min / median) |")
+    print("|---|---|---|---|")
+    for name, seconds in times.items():
+        low, mid = min_median(seconds)
+        speed = f"{base_min / low:.2f}x / {base_median / mid:.2f}x"
+        share = f"{low / base_min:.3f} / {mid / base_median:.3f}"
+        print(f"| {name} | {duration(low)} | {duration(mid)} | {speed} faster; {share} of its time |")
+    print(f"\n{args.precision}, {args.rounds} rounds; {machine()}")
+
+
+if __name__ == "__main__":
+    main()
