@@ -237,10 +237,21 @@ def test_missing_int8_names_prepare_and_export(default_bundle, tmp_path):
         TextEncoder(folder, precision="int8")
 
 
-def test_int8_close_to_fp32(default_bundle, sas_texts):
+@pytest.mark.slow
+def test_int8_accuracy_on_every_sas_text(default_bundle, st_model, sas_texts):
+    """README's int8 promise for all-MiniLM-L6-v2: over the 6,535 distinct texts of the SAS data, min cosine
+    0.967 and mean 0.995 against the fp32 embeddings (here sentence-transformers' in torch).
+
+    Measured on x86 without VNNI (onnxruntime's u8 x s8 kernel saturates pairs of products in 16 bits):
+    min 0.9695 ("thanks"), 1st percentile 0.989, mean 0.9953. onnxruntime's batch-dependent dynamic int8
+    of the same model gives min 0.780 and mean 0.956, and fails both.
+    """
     if not (default_bundle / "model_int8.onnx").is_file():
         pytest.fail("the store's default model has no model_int8.onnx; run `make models`")
-    fp32 = TextEncoder(default_bundle, threads=2).encode(sas_texts[:200])
-    int8 = TextEncoder(default_bundle, precision="int8", threads=2).encode(sas_texts[:200])
-    cos = cosine_rows(fp32, int8)
-    assert cos.min() > 0.9, cos.min()  # accuracy figures are reported in benchmarks/README.md
+    int8 = TextEncoder(default_bundle, precision="int8", threads=2, cache_size=0).encode(sas_texts)
+    reference = st_model.encode(sas_texts, batch_size=32, convert_to_numpy=True)
+    cos = cosine_rows(int8, reference)
+    assert len(sas_texts) == 6535
+    worst = int(cos.argmin())
+    assert cos.min() >= 0.967, (cos.min(), sas_texts[worst])
+    assert cos.mean() >= 0.995, cos.mean()
