@@ -120,6 +120,18 @@ _LOAD_SNIPPETS = {  # engine -> (imports, untimed; model load, timed; f = its en
         "from simkernel.runtime import TextEncoder; import onnxruntime, tokenizers",
         "m = TextEncoder({bundle!r}, precision='int8', threads={threads}); f = m.encode",
     ),
+    "simkernel bf16": (  # runs only where the CPU has native bf16 (benchmarks/bench_long_answers.py)
+        "from simkernel.runtime import TextEncoder; import onnxruntime, tokenizers, openvino",
+        "m = TextEncoder({bundle!r}, precision='bf16', threads={threads}); f = m.encode",
+    ),
+    # simkernel's OpenVINO session computing in f32 (the bf16 path with the CPU check passed): what the bf16
+    # engine loads and holds, on a CPU without bf16
+    "OpenVINO f32": (
+        "from simkernel.runtime import TextEncoder; import onnxruntime, tokenizers, openvino; "
+        "from simkernel.runtime.inference import bf16, bundle; "
+        "bf16.cpu_bf16_reason = lambda: None; bundle.BF16_INFERENCE = 'f32'",
+        "m = TextEncoder({bundle!r}, precision='bf16', threads={threads}); f = m.encode",
+    ),
     "fastembed": (
         "import sys; sys.path.insert(0, {here!r}); import fastembed; "
         "from bench_encoder import fastembed_model",

@@ -14,7 +14,9 @@ engine rotates), ``--threads`` threads each (default 2):
 - OpenVINO f32: simkernel's OpenVINO session computing in f32 (not a precision simkernel offers: it shows
   what OpenVINO alone gives on this CPU, next to onnxruntime's fp32).
 
-Accuracy: per bucket, the minimum cosine of each engine's embeddings against simkernel fp32's.
+Accuracy: per bucket, the minimum cosine of each engine's embeddings against simkernel fp32's. Load: model
+load time and RSS after loading (and after 256 texts) of each simkernel engine in fresh processes
+(bench_encoder.measure_loads).
 """
 
 from __future__ import annotations
@@ -27,10 +29,21 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from bench_encoder import measure_loads  # noqa: E402
 from long_answers import BUCKETS, bucketed, describe  # noqa: E402
-from support import alternate, machine, min_median, simkernel_encoder, st_encoder, store_bundle  # noqa: E402
+from support import (  # noqa: E402
+    alternate,
+    checkpoint,
+    machine,
+    min_median,
+    simkernel_encoder,
+    st_encoder,
+    store_bundle,
+)
 
 PEER = "sentence-transformers"
+BF16 = "simkernel bf16"
+COLUMNS = (PEER, "simkernel fp32", "simkernel int8", BF16, "OpenVINO f32")
 
 
 def openvino_f32_encoder(threads: int, bundle: Path):
@@ -56,7 +69,7 @@ def engines(threads: int, bundle: Path) -> tuple[dict, str | None]:
     }
     status = capabilities()["precisions"]["bf16"]
     if status["available"]:
-        out["simkernel bf16"] = simkernel_encoder(threads, "bf16", bundle)
+        out[BF16] = simkernel_encoder(threads, "bf16", bundle)
     out["OpenVINO f32"] = openvino_f32_encoder(threads, bundle)
     return out, status["reason"]
 
@@ -73,28 +86,45 @@ def report(threads: int, rounds: int, per_bucket: int) -> str:
     tokenizer = TextEncoder(bundle, cache_size=0)._tokenizer
     buckets = bucketed(lambda texts: [len(e.ids) for e in tokenizer.encode(texts)], per_bucket)
     encoders, bf16_reason = engines(threads, bundle)
-    names = list(encoders)
+    missing = "not available"
     for encode in encoders.values():
         encode(buckets[BUCKETS[0]][:64])  # warm-up (and simkernel's data-parallel twin)
-    head = f"| tokens | texts | {PEER} |" + "".join(f" {n} | vs ST |" for n in names[1:])
-    lines = [head, "|---|---|---|" + "---|---|" * (len(names) - 1)]
+    head = f"| tokens | texts | {PEER} |" + "".join(f" {n} | vs ST |" for n in COLUMNS[1:])
+    lines = [head, "|---|---|---|" + "---|---|" * (len(COLUMNS) - 1)]
     accuracy = []
     for low, high in BUCKETS:
         texts = buckets[(low, high)]
         times = alternate({n: (lambda e=e, t=texts: e(t)) for n, e in encoders.items()}, rounds)
         rate = {n: len(texts) / min_median(t)[1] for n, t in times.items()}  # texts/s at the median
         cells = [f"{low}-{high}", str(len(texts)), f"{rate[PEER]:.0f}"]
-        cells += [f"{rate[n]:.0f} | {rate[n] / rate[PEER]:.2f}x" for n in names[1:]]
+        cells += [
+            f"{rate[n]:.0f} | {rate[n] / rate[PEER]:.2f}x" if n in rate else f"{missing} |"
+            for n in COLUMNS[1:]
+        ]
         lines.append("| " + " | ".join(cells) + " |")
         reference = encoders["simkernel fp32"](texts)
-        accuracy.append(
-            (f"{low}-{high}", {n: float(cosine_rows(encoders[n](texts), reference).min()) for n in names})
-        )
+        cosines = {n: float(cosine_rows(e(texts), reference).min()) for n, e in encoders.items()}
+        accuracy.append((f"{low}-{high}", cosines))
         print(lines[-1], file=sys.stderr, flush=True)
-    lines += ["", "Min cosine vs simkernel fp32:", "", "| tokens |" + "".join(f" {n} |" for n in names)]
-    lines.append("|---|" + "---|" * len(names))
+    ours = COLUMNS[1:]
+    lines += ["", "Min cosine vs simkernel fp32:", "", "| tokens |" + "".join(f" {n} |" for n in ours)]
+    lines.append("|---|" + "---|" * len(ours))
     for bucket, cos in accuracy:
-        lines.append(f"| {bucket} |" + "".join(f" {cos[n]:.5f} |" for n in names))
+        lines.append(
+            f"| {bucket} |" + "".join(f" {cos[n]:.5f} |" if n in cos else f" {missing} |" for n in ours)
+        )
+    loads = measure_loads([n for n in ours if n in encoders], threads, bundle, checkpoint())
+    lines += [
+        "",
+        "| engine | model load (s) | RSS after load (MB) | RSS after 256 texts (MB) |",
+        "|---|---|---|---|",
+    ]
+    for name in ours:
+        if name not in loads:
+            lines.append(f"| {name} | {missing} | | |")
+            continue
+        row = loads[name]
+        lines.append(f"| {name} | {row['load_s']:.2f} | {row['rss_mb']:.0f} | {row['rss_busy_mb']:.0f} |")
     lines.append("")
     if bf16_reason:
         lines.append(f"simkernel bf16: not available here: {bf16_reason}.")

@@ -182,3 +182,13 @@ def test_real_bf16_text_alone_equals_text_in_batch(real_bf16, sas_texts):
     batched = real_bf16.encode(texts, batch_size=32)
     alone = np.stack([real_bf16.encode([t])[0] for t in texts])
     assert np.abs(alone - batched).max() <= 1e-6
+
+
+def test_bf16_path_honours_threads(default_bundle, simulated_bf16):
+    encoder = TextEncoder(default_bundle, precision="bf16", threads=1, cache_size=0)
+    assert encoder._session.compiled_threads == 1 and encoder._session.workers == 1
+
+
+def test_bf16_path_refuses_onnxruntime_providers(default_bundle, simulated_bf16):
+    with pytest.raises(ValueError, match=r"providers=\['CUDAExecutionProvider'\] applies to onnxruntime"):
+        TextEncoder(default_bundle, precision="bf16", providers=["CUDAExecutionProvider"])
