@@ -96,9 +96,9 @@ def report(threads: int, rounds: int, per_bucket: int) -> str:
         texts = buckets[(low, high)]
         times = alternate({n: (lambda e=e, t=texts: e(t)) for n, e in encoders.items()}, rounds)
         rate = {n: len(texts) / min_median(t)[1] for n, t in times.items()}  # texts/s at the median
-        cells = [f"{low}-{high}", str(len(texts)), f"{rate[PEER]:.0f}"]
+        cells = [f"{low}-{high}", str(len(texts)), f"{rate[PEER]:.3g}"]
         cells += [
-            f"{rate[n]:.0f} | {rate[n] / rate[PEER]:.2f}x" if n in rate else f"{missing} |"
+            f"{rate[n]:.3g} | {rate[n] / rate[PEER]:.2f}x" if n in rate else f"{missing} |"
             for n in COLUMNS[1:]
         ]
         lines.append("| " + " | ".join(cells) + " |")
