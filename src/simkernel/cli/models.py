@@ -1,4 +1,5 @@
-"""``simkernel models list | prepare [ID] | export SRC DST | info ID``: the model store from the shell.
+"""``simkernel models list | prepare [ID] | export SRC DST | info ID | verify [ID ...|--all]``: the model
+store from the shell.
 
 Each action is a thin wrapper over :mod:`simkernel.runtime.acquisition`: the registry (``registry``), the
 store (``store``), the offline preparation (``prepare``) and the exporter (``export``). Results go to
@@ -18,6 +19,10 @@ from simkernel.cli.errors import DataError
 
 
 def run_models(args: argparse.Namespace) -> int:
+    if args.models_command == "verify":
+        from simkernel.cli.verify import run_verify
+
+        return run_verify(args)
     action = {"list": _list, "prepare": _prepare, "export": _export, "info": _info}[args.models_command]
     action(args)
     return 0
@@ -210,13 +215,14 @@ def _manifest(path: Path) -> dict[str, Any]:
 
 def _print_files(folder: Path, manifest: dict[str, Any] | None = None) -> None:
     from simkernel.runtime.acquisition import store
+    from simkernel.runtime.inference.manifest import STAMP
 
     if manifest is None:
         manifest = _manifest(folder / store.MANIFEST)
     listed = manifest.get("files") or {}
     if isinstance(listed, list):
         listed = {str(f.get("path") or f.get("name")): f for f in listed if isinstance(f, dict)}
-    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+    for path in sorted(p for p in folder.rglob("*") if p.is_file() and p.name != STAMP):
         name = path.relative_to(folder).as_posix()
         meta = listed.get(name, {})
         extra = f"  {meta['precision']}" if meta.get("precision") else ""

@@ -301,3 +301,11 @@ def _add_models(commands: argparse._SubParsersAction) -> None:
     )
     info = actions.add_parser("info", help="dimension, pooling, files and parity figures of a model")
     info.add_argument("model", metavar="ID", help="model id in the store, or a bundle folder")
+    verify = actions.add_parser(
+        "verify",
+        help="re-hash bundles against their manifest checksums (exit 1 on any mismatch)",
+        description="Hash every file of each bundle again and compare it with the checksum in its manifest; "
+        "one line per bundle. Without ID: the default model.",
+    )
+    verify.add_argument("models", metavar="ID", nargs="*", help="model ids in the store, or bundle folders")
+    verify.add_argument("--all", action="store_true", help="every bundle in the store")

@@ -56,8 +56,9 @@ from simkernel.runtime.acquisition.export_probes import CALIBRATION_TEXTS, PROBE
 from simkernel.runtime.acquisition.quantize import DEFAULT_QUANTIZATION, quantize_model, weight_matmuls
 from simkernel.runtime.acquisition.registry import CONFIG_FILES
 from simkernel.runtime.acquisition.store import file_sha256
-from simkernel.runtime.inference.bundle import MANIFEST, PRECISIONS
+from simkernel.runtime.inference.bundle import PRECISIONS
 from simkernel.runtime.inference.config import read_model_config
+from simkernel.runtime.inference.manifest import MANIFEST, STAMP
 from simkernel.runtime.inference.tokenizer import TextTokenizer
 
 OPSET = 17
@@ -500,7 +501,7 @@ def _versions() -> dict[str, str]:
 
 def _write_manifest(bundle, src, config, model_id, files, parity, export_info, source, revision) -> None:
     entries = {}
-    for path in sorted(p for p in bundle.rglob("*") if p.is_file() and p != bundle / MANIFEST):
+    for path in sorted(p for p in bundle.rglob("*") if p.is_file() and p.name not in (MANIFEST, STAMP)):
         name = path.relative_to(bundle).as_posix()
         entries[name] = {"bytes": path.stat().st_size, "sha256": file_sha256(path), **files.get(name, {})}
     weights = {

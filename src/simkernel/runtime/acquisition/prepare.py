@@ -28,7 +28,8 @@ from simkernel.errors import MissingDependencyError, ModelError
 from simkernel.runtime.acquisition import store
 from simkernel.runtime.acquisition.hub import NoOnnxPublishedError, download_bundle
 from simkernel.runtime.acquisition.registry import DEFAULT_MODEL, canonical_id
-from simkernel.runtime.inference.bundle import PRECISIONS, read_manifest
+from simkernel.runtime.inference.bundle import PRECISIONS
+from simkernel.runtime.inference.manifest import read_manifest
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,6 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -28,23 +27,13 @@ from pathlib import Path
 
 from simkernel.errors import ModelError
 from simkernel.runtime.inference import file_lock
-from simkernel.runtime.inference.bundle import MANIFEST
-from simkernel.runtime.inference.bundle_digest import file_sha256  # noqa: F401 - store.file_sha256, used widely
 from simkernel.runtime.inference.config import read_json
+from simkernel.runtime.inference.home import store_root
+from simkernel.runtime.inference.manifest import MANIFEST, file_sha256, verify_files
+
+__all__ = ["MANIFEST", "file_sha256", "store_root", "verify_bundle"]  # and the functions below
 
 _STALE_STAGING_S = 24 * 3600
-
-
-def store_root() -> Path:
-    """The store's root folder (not created here)."""
-    home = os.environ.get("SIMKERNEL_HOME")
-    if home:
-        return Path(home).expanduser()
-    if sys.platform == "win32" and os.environ.get("LOCALAPPDATA"):
-        return Path(os.environ["LOCALAPPDATA"]) / "simkernel"
-    cache = os.environ.get("XDG_CACHE_HOME")
-    base = Path(cache).expanduser() if cache else Path.home() / ".cache"
-    return base / "simkernel"
 
 
 def _folder_name(model_id: str) -> str:
@@ -112,13 +101,6 @@ def new_staging_dir(model_id: str) -> Path:
     return Path(tempfile.mkdtemp(prefix=f"stage-{_folder_name(model_id)}-", dir=tmp_root))
 
 
-def _manifest_files(manifest: dict) -> dict[str, dict]:
-    files = manifest.get("files") or {}
-    if isinstance(files, list):  # [{"path": ..., "sha256": ..., "bytes": ...}, ...]
-        return {str(f.get("path") or f.get("name")): f for f in files if isinstance(f, dict)}
-    return {str(k): v for k, v in files.items() if isinstance(v, dict)}
-
-
 def verify_bundle(folder: Path, check_hashes: bool = True) -> None:
     """Check that ``folder`` is a complete bundle: ``config.json``, an ONNX file, and every file the
     manifest lists with its byte count (and SHA-256 when ``check_hashes``). Raises :class:`ModelError`."""
@@ -126,22 +108,7 @@ def verify_bundle(folder: Path, check_hashes: bool = True) -> None:
         raise ModelError(f"{folder / 'config.json'} is missing: the bundle is incomplete")
     if not any(folder.glob("*.onnx")):
         raise ModelError(f"{folder} holds no .onnx file: the bundle is incomplete")
-    manifest_path = folder / MANIFEST
-    if not manifest_path.is_file():
-        return
-    manifest = read_json(manifest_path)
-    for name, meta in _manifest_files(manifest if isinstance(manifest, dict) else {}).items():
-        path = folder / name
-        if not path.is_file():
-            raise ModelError(f"{path} is listed in {manifest_path} but missing: the bundle is incomplete")
-        size = meta.get("bytes", meta.get("size"))
-        if size is not None and path.stat().st_size != int(size):
-            raise ModelError(
-                f"{path} has {path.stat().st_size} bytes, the manifest says {size}: the file is truncated or "
-                "corrupt; re-export or re-download the model"
-            )
-        if check_hashes and meta.get("sha256") and file_sha256(path) != meta["sha256"]:
-            raise ModelError(f"{path} does not match the SHA-256 in {manifest_path}: the file is corrupt")
+    verify_files(folder, check_hashes=check_hashes)
 
 
 def publish_staging(staging: Path, model_id: str, replace: bool = True) -> Path:

@@ -12,11 +12,10 @@ from pathlib import Path
 
 from simkernel.errors import ModelError
 from simkernel.runtime.inference.bf16 import require_bf16
-from simkernel.runtime.inference.config import read_json
+from simkernel.runtime.inference.manifest import check_bundle, manifest_entries, read_manifest
 from simkernel.runtime.inference.session import OnnxEncoderSession
 from simkernel.runtime.inference.tokenizer import TextTokenizer
 
-MANIFEST = "simkernel.json"  # the bundle's manifest: what each file is, where it came from, its checks
 PRECISIONS = {"fp32": "model.onnx", "int8": "model_int8.onnx", "bf16": "model.onnx"}
 # OpenVINO's inference precision for precision="bf16". Tests set "f32" (with the CPU check passed) to run
 # the whole bf16 path on a CPU without bf16; nothing else changes it.
@@ -39,13 +38,6 @@ def is_bundle(folder: Path) -> bool:
         and (folder / "config.json").is_file()
         and any(folder.glob("*.onnx"))
     )
-
-
-def read_manifest(folder: Path) -> dict:
-    """The bundle's ``simkernel.json`` (empty dict when absent)."""
-    path = folder / MANIFEST
-    data = read_json(path) if path.is_file() else {}
-    return data if isinstance(data, dict) else {}
 
 
 def check_precision(precision: str) -> str:
@@ -79,18 +71,9 @@ def onnx_file(folder: Path, precision: str) -> Path:
     return path
 
 
-def _file_entry(manifest: dict, name: str) -> dict:
-    files = manifest.get("files") or {}
-    if isinstance(files, list):
-        files = {str(f.get("path") or f.get("name")): f for f in files if isinstance(f, dict)}
-    entry = files.get(name)
-    return entry if isinstance(entry, dict) else {}
-
-
 def session_optimization(folder: Path, onnx_name: str) -> str:
     """``"basic"`` for a graph the exporter saved already optimised (per the manifest), else ``"all"``."""
-    manifest = read_manifest(folder)
-    entry = _file_entry(manifest, onnx_name)
+    entry = manifest_entries(read_manifest(folder)).get(onnx_name, {})
     level = entry.get("graph_optimization", entry.get("optimization"))
     if entry.get("optimized") is True or (isinstance(level, str) and level in _PRE_OPTIMISED_LEVELS):
         return "basic"
@@ -103,11 +86,14 @@ def open_bundle(
     """The session of ``precision`` (onnxruntime; OpenVINO for bf16) and the tokenizer of the bundle
     ``folder``.
 
-    ``config`` is its :class:`~simkernel.runtime.inference.config.ModelConfig`; ``outputs`` the output
+    The bundle is first checked against its manifest (:func:`~simkernel.runtime.inference.manifest.
+    check_bundle`: hashed at the first load after a change, a stat of each file later). ``config`` is its
+    :class:`~simkernel.runtime.inference.config.ModelConfig`; ``outputs`` the output
     names the caller accepts; ``lowercase`` whether texts are lower-cased before tokenization
     (bi-encoders whose config says so).
     """
     path = onnx_file(folder, precision)
+    check_bundle(folder)  # every file against its checksum, unless verified unchanged before
     if precision == "bf16":
         if providers not in (None, [], (), ["CPUExecutionProvider"], ("CPUExecutionProvider",)):
             raise ValueError(

@@ -16,15 +16,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from simkernel.runtime.inference.bundle import PRECISIONS, check_precision
+from simkernel.runtime.inference.manifest import file_sha256
 
-
-def file_sha256(path: Path, chunk: int = 1 << 20) -> str:
-    """Hex SHA-256 of a file, read in 1 MiB chunks."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        while block := handle.read(chunk):
-            digest.update(block)
-    return digest.hexdigest()
+__all__ = ["bundle_digest", "file_sha256"]
 
 
 def bundle_digest(folder: Path, precision: str, file_hash: Callable[[Path], str] = file_sha256) -> str:
