@@ -32,7 +32,9 @@ def refused_port() -> int:
         return sock.getsockname()[1]
 
 
-def send_fault(handler, fault: str, body: bytes, content_type: str = "application/json", headers=None) -> None:
+def send_fault(
+    handler, fault: str, body: bytes, content_type: str = "application/json", headers=None
+) -> None:
     """Answer the request of ``handler`` (a BaseHTTPRequestHandler) with ``fault`` instead of ``body``
     (the correct answer, status 200, ``headers`` added)."""
     extra = dict(headers or {})

@@ -15,9 +15,9 @@ import time
 import numpy as np
 import pytest
 from metrics_support import server_embedding
+from tests.fault_http import FAULTS, refused_port
 
 from simkernel.metrics import EmbeddingAPIError, OpenAIEmbeddingProvider
-from tests.fault_http import FAULTS, refused_port
 
 TIMEOUT_S = 1.0
 RETRIES = 2
