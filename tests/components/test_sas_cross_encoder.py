@@ -228,14 +228,15 @@ def load_prepare_script():
 
 
 def test_real_size_cross_encoder_matches_haystack(tmp_path, minilm_checkpoint, sas_pairs):
-    """A 6-layer cross-encoder (all-MiniLM-L6-v2's encoder with the seeded 1-label head of
-    scripts/prepare_test_models.py), exported by simkernel's exporter: SAS on the ONNX bundle against Haystack
-    on the torch checkpoint, on 300 SAS pairs."""
+    """A 6-layer cross-encoder (all-MiniLM-L6-v2's encoder with the principal-component 1-label head of
+    scripts/prepare_test_models.py), exported by simkernel's exporter in fp32 and int8 at its default
+    tolerances: SAS on the ONNX bundle against Haystack on the torch checkpoint, on 300 SAS pairs; fp32
+    within 1e-5, int8 within the export's int8 tolerance of 0.05."""
     from simkernel.runtime.acquisition.export import export_model
 
     prepare = load_prepare_script()
-    checkpoint = prepare.build_seeded_cross_encoder(minilm_checkpoint, tmp_path / "seeded")
-    bundle = export_model(checkpoint, tmp_path / "bundle", "fp32")
+    checkpoint = prepare.build_test_cross_encoder(minilm_checkpoint, tmp_path / "cross-encoder")
+    bundle = export_model(checkpoint, tmp_path / "bundle", ("fp32", "int8"))
     rows = sas_pairs[:200] + sas_pairs[1000:1100]
     ground_truths, predictions = [r[1] for r in rows], [r[2] for r in rows]
     expected = haystack_run(checkpoint, ground_truths, predictions)
@@ -245,3 +246,9 @@ def test_real_size_cross_encoder_matches_haystack(tmp_path, minilm_checkpoint, s
     np.testing.assert_allclose(result["individual_scores"], expected["individual_scores"], atol=1e-5)
     assert result["score"] == pytest.approx(float(expected["score"]), abs=1e-5)
     assert np.std(expected["individual_scores"]) > 0.05  # the scores spread: a meaningful comparison
+
+    int8 = SASEvaluator(model=str(bundle), precision="int8").run(
+        ground_truth_answers=ground_truths, predicted_answers=predictions
+    )["individual_scores"]
+    assert not np.array_equal(int8, result["individual_scores"])  # the int8 graph really ran
+    np.testing.assert_allclose(int8, expected["individual_scores"], atol=0.05)

@@ -2,7 +2,7 @@
 
 A "truncated" checkpoint keeps the first layers of the real model (same architecture, tokenizer and
 sentence-transformers configs) so exports stay fast on 2 cores while exercising the real code paths.
-The seeded cross-encoder builder is the one ``scripts/prepare_test_models.py`` uses for the store.
+The test cross-encoder builder is the one ``scripts/prepare_test_models.py`` uses for the store.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """End-to-end export tests (export extra, offline): checkpoint -> ONNX bundle -> simkernel encoders,
 compared with sentence-transformers run on the same checkpoint in this session.
 
-Exports are session-scoped and done once: the real all-MiniLM-L6-v2 (fp32 + int8) and a 2-layer
-MiniLM cross-encoder with a seeded head (a real ``BertForSequenceClassification``).
+Exports are session-scoped and done once: the real all-MiniLM-L6-v2 (fp32 + int8) and a 6-layer
+MiniLM cross-encoder with a principal-component head (a real ``BertForSequenceClassification``).
 """
 
 from __future__ import annotations
@@ -41,20 +41,16 @@ def minilm_export(tmp_path_factory, reference_checkpoint) -> Path:
 def cross_checkpoint(tmp_path_factory, reference_checkpoint) -> Path:
     script = prepare_test_models_script()
     dst = tmp_path_factory.mktemp("cross-ckpt") / "minilm-cross"
-    return script.build_seeded_cross_encoder(reference_checkpoint, dst, num_labels=1, seed=0, num_layers=2)
+    return script.build_test_cross_encoder(reference_checkpoint, dst, num_labels=1)
 
 
 @pytest.fixture(scope="session")
 def cross_export(tmp_path_factory, cross_checkpoint) -> Path:
+    """fp32 and int8 under the export's default parity tolerances (int8: max score difference 0.05): a
+    graph that missed them would raise ParityError here."""
     from simkernel.runtime.acquisition.export import export_model
 
-    script = prepare_test_models_script()
-    return export_model(
-        cross_checkpoint,
-        tmp_path_factory.mktemp("export") / "cross",
-        ("fp32", "int8"),
-        tolerance=script.SEEDED_CROSS_ENCODER_TOLERANCE,
-    )
+    return export_model(cross_checkpoint, tmp_path_factory.mktemp("export") / "cross", ("fp32", "int8"))
 
 
 @pytest.fixture(scope="session")
@@ -155,17 +151,17 @@ def test_cross_encoder_export_matches_sentence_transformers(cross_export, st_cro
     got = CrossEncoder(cross_export, threads=2).predict(pairs)
     want = np.asarray(st_cross.predict(pairs), dtype=np.float64)
     assert got.shape == (len(pairs),)
-    assert np.ptp(want) > 0.05  # the seeded head separates the pairs, so the comparison means something
-    # 1e-4: the export's tolerance; the seeded head scales float32 noise of [CLS] up ~200x
-    np.testing.assert_allclose(got, want, atol=1e-4)
+    assert np.ptp(want) > 0.1  # the head separates the pairs, so the comparison means something
+    np.testing.assert_allclose(got, want, atol=1e-4)  # the export's fp32 tolerance
     manifest = json.loads((cross_export / "simkernel.json").read_text(encoding="utf-8"))
     assert manifest["kind"] == "cross-encoder" and manifest["export"]["output"] == "logits"
     assert manifest["parity"]["fp32"]["max_abs_diff"] <= 1e-4
 
 
-def test_cross_encoder_int8_is_batch_independent(cross_export, st_cross):
-    """The seeded head amplifies int8 noise (see scripts/prepare_test_models.py), so only determinism and the
-    recorded figure are checked here; real cross-encoders get the default 0.05 tolerance."""
+def test_cross_encoder_int8_is_accurate_and_batch_independent(cross_export, st_cross):
+    """int8 of a cross-encoder against sentence-transformers' CrossEncoder in torch, at the export's default
+    tolerance (max score difference 0.05; measured 0.019 on the probe pairs, x86 without VNNI), and each
+    pair's score the same alone as in a batch."""
     from simkernel.runtime import CrossEncoder
 
     pairs = [
@@ -173,15 +169,20 @@ def test_cross_encoder_int8_is_batch_independent(cross_export, st_cross):
         ("a", "b"),
         ("Кошка сидит на ковре.", "猫坐在垫子上。"),
         ("1945", "in 1945"),
+        ("The weather is nice today.", "Photosynthesis converts light energy into chemical energy."),
         (LONG, "x"),
     ]
     scorer = CrossEncoder(cross_export, precision="int8", threads=2)
     batch = scorer.predict(pairs)
+    want = np.asarray(st_cross.predict(pairs), dtype=np.float64)
+    assert np.ptp(want) > 0.1
+    assert not np.array_equal(batch, CrossEncoder(cross_export, threads=2).predict(pairs))  # int8 ran
+    np.testing.assert_allclose(batch, want, atol=0.05)
     alone = np.array([scorer.predict([p])[0] for p in pairs])
     np.testing.assert_allclose(alone, batch, atol=1e-6)
-    assert np.all((batch > 0) & (batch < 1))
     parity = json.loads((cross_export / "simkernel.json").read_text(encoding="utf-8"))["parity"]["int8"]
-    assert parity["max_abs_diff_alone_vs_batch"] <= 1e-6 and parity["tolerance"] == {"max_abs_diff": 1.0}
+    assert parity["tolerance"] == {"max_abs_diff": 0.05} and parity["max_abs_diff"] <= 0.05
+    assert parity["max_abs_diff_alone_vs_batch"] <= 1e-6
 
 
 def test_parity_failure_writes_nothing(tmp_path, cross_checkpoint):
