@@ -4,8 +4,11 @@ a CPU with native bf16: tests/runtime/test_bf16.py."""
 
 from __future__ import annotations
 
+import os
 import shutil
+import signal
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -218,3 +221,30 @@ def test_wrong_conversion_is_refused_at_load(cross_encoder_bundle, monkeypatch):
         OpenVinoEncoderSession(
             onnx_file(cross_encoder_bundle, "fp32"), LOGITS_OUTPUTS, threads=1, inference_precision="f32"
         )
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_forked_child_compiles_again_instead_of_hanging(graph):
+    """OpenVINO's worker threads are gone in a forked child: without compiling again there, the child's
+    first inference waits forever (measured). Both the one-batch and the data-parallel paths must work."""
+    session = OpenVinoEncoderSession(graph, TOKEN_EMBEDDING_OUTPUTS, threads=2, inference_precision="f32")
+    batches = token_batches(4, seed=5)
+    expected = session.map_batches(forward, batches)
+    pid = os.fork()
+    if pid == 0:  # child: exit status 0 = same results
+        try:
+            got = session.map_batches(forward, batches) + [session.run(*batches[0])]
+            same = all(
+                np.allclose(g, e, atol=1e-5) for g, e in zip(got, [*expected, expected[0]], strict=True)
+            )
+            os._exit(0 if same else 1)
+        except BaseException:
+            os._exit(2)
+    deadline = time.monotonic() + 180
+    while (waited := os.waitpid(pid, os.WNOHANG))[0] == 0:
+        if time.monotonic() > deadline:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            pytest.fail("the forked child hung in OpenVINO")
+        time.sleep(0.05)
+    assert os.waitstatus_to_exitcode(waited[1]) == 0

@@ -12,7 +12,8 @@ on CPUs with native bf16 (``avx512_bf16`` / ``amx_bf16``, see :mod:`simkernel.ru
   :meth:`map_batches` (``None``: the CPUs this process may use, :func:`simkernel.cpu_budget.available_cpus`,
   at most 8 workers), as for onnxruntime.
 - ``run`` is thread-safe: each call takes an idle infer request of the compiled model (requests are made
-  on demand and reused; an OpenVINO request must not be shared by two threads at once).
+  on demand and reused; an OpenVINO request must not be shared by two threads at once). A process forked
+  after the load compiles the graph again at its first call (OpenVINO's threads do not survive ``fork``).
 - :attr:`load_seconds`: wall time to read and compile the graph (OpenVINO compiles on load: ~1.3-1.5 s
   for all-MiniLM-L6-v2 on a 2-core AMD EPYC, against ~0.3 s for onnxruntime).
 - At load the compiled graph is compared with onnxruntime fp32 on a probe batch
@@ -49,6 +50,7 @@ from simkernel.runtime.inference.openvino_graph import (
 INFERENCE_PRECISIONS = ("bf16", "f32")
 MAX_DEFAULT_WORKERS = 8
 _KNOWN_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
+_FORKED_LEFTOVERS: list = []  # compiled models a forked child inherited (see _compiled_here)
 
 Item = TypeVar("Item")
 Result = TypeVar("Result")
@@ -126,6 +128,8 @@ class OpenVinoEncoderSession:
             )
         self._check_precision(compiled)
         self._main = _Compiled(compiled, compiled.output(self.output_name))
+        self._main_threads = threads or cpus
+        self._main_pid = os.getpid()
         self.conversion_error = conversion_error(self.run, path, self.output_name)
         tolerance = CONVERSION_TOLERANCE[inference_precision]
         if not self.conversion_error <= tolerance:
@@ -194,7 +198,23 @@ class OpenVinoEncoderSession:
         self, input_ids: np.ndarray, attention_mask: np.ndarray, token_type_ids: np.ndarray
     ) -> np.ndarray:
         """Run one batch (int64 arrays (batch, seq)); returns the selected output as float32."""
-        return self._main.infer(self._feeds(input_ids, attention_mask, token_type_ids))
+        return self._compiled_here().infer(self._feeds(input_ids, attention_mask, token_type_ids))
+
+    def _compiled_here(self) -> _Compiled:
+        """The main compiled model, compiled again in a forked child: OpenVINO's worker threads do not
+        survive ``fork`` (an inference in the child would wait for them forever); the twin is dropped too
+        and made again on demand."""
+        if self._main_pid != os.getpid():
+            with self._twin_lock:
+                if self._main_pid != os.getpid():
+                    # the parent's compiled models are kept, never freed here: their destructors would
+                    # wait for (or touch) threads that do not exist in this process (measured: SIGSEGV)
+                    _FORKED_LEFTOVERS.append((self._main, self._twin))
+                    compiled = self._compile(self._main_threads, streams=1)
+                    self._main = _Compiled(compiled, compiled.output(self.output_name))
+                    self._twin = None
+                    self._main_pid = os.getpid()
+        return self._main
 
     def _run_on_twin(self, input_ids, attention_mask, token_type_ids) -> np.ndarray:
         return self._twin.infer(self._feeds(input_ids, attention_mask, token_type_ids))
@@ -208,7 +228,8 @@ class OpenVinoEncoderSession:
         docstrings of 60-128 tokens 5.9 / 6.2 / 7.4. Two models would hold a second copy of the weights."""
         if len(batches) < 2 or self.workers < 2:
             return [job(self.run, batch) for batch in batches]
-        if self._pool is None or self._pool_pid != os.getpid():
+        self._compiled_here()  # in a forked child: compile again, forget the parent's twin
+        if self._twin is None or self._pool is None or self._pool_pid != os.getpid():
             with self._twin_lock:
                 if self._twin is None:
                     twin = self._compile(self.workers, streams=self.workers)
