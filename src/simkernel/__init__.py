@@ -14,10 +14,10 @@ torch, transformers, sentence_transformers or haystack):
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-__version__ = "0.1.0"
+from simkernel._lazy import lazy_face
+from simkernel._version import __version__
 
 # public name -> module that defines it
 _LAZY = {
@@ -56,14 +56,4 @@ if TYPE_CHECKING:  # pragma: no cover
     from simkernel.runtime import CrossEncoder, TextEncoder
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'simkernel' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
+__getattr__, __dir__ = lazy_face(__name__, _LAZY, globals())

@@ -7,6 +7,9 @@ from types import ModuleType
 
 from simkernel.errors import MissingDependencyError
 
+# The one torch version simkernel exports with (the export extra's torch; never imported at run time):
+# named in every install hint, installed by scripts/setup.sh.
+TORCH_PIN = "torch==2.13.0"
 # extra name -> what it installs (kept in sync with pyproject.toml)
 EXTRAS = {
     "export": "torch, transformers, onnx, sentence-transformers",
@@ -25,8 +28,7 @@ def import_optional(module: str, extra: str, feature: str) -> ModuleType:
     try:
         return importlib.import_module(module)
     except ImportError as exc:
-        hint = "torch==2.13.0 " if extra == "export" else ""
+        hint = f"{TORCH_PIN} " if extra == "export" else ""
         raise MissingDependencyError(
-            f"{feature} needs the Python package {module!r}, which is not installed ({exc}). "
-            f"Install it with: pip install {hint}'simkernel[{extra}]'"
+            f"{feature} needs the Python package {module!r}, which is not installed ({exc}). Install it with: pip install {hint}'simkernel[{extra}]'"
         ) from exc

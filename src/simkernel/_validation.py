@@ -34,8 +34,7 @@ def as_matrix(x: Any, name: str) -> np.ndarray:
         ) from exc
     if arr.dtype.kind != "f" or arr.dtype.itemsize not in (4, 8):  # float32/float64 of either byte order
         raise TypeError(
-            f"{name} has dtype {arr.dtype}; expected float32 (float64 is converted). "
-            f"Convert it with np.asarray({name}, dtype=np.float32)."
+            f"{name} has dtype {arr.dtype}; expected float32 (float64 is converted). Convert it with np.asarray({name}, dtype=np.float32)."
         )
     if arr.ndim != 2:
         hint = f" (a single vector: {name}[None, :])" if arr.ndim == 1 else ""
@@ -46,16 +45,14 @@ def as_matrix(x: Any, name: str) -> np.ndarray:
 def check_same_dim(a: np.ndarray, b: np.ndarray, a_name: str, b_name: str) -> None:
     if a.shape[1] != b.shape[1]:
         raise ValueError(
-            f"{a_name} and {b_name} must have the same number of columns (vector dimension); "
-            f"got {a_name} {a.shape} and {b_name} {b.shape}"
+            f"{a_name} and {b_name} must have the same number of columns (vector dimension); got {a_name} {a.shape} and {b_name} {b.shape}"
         )
 
 
 def check_same_rows(a: np.ndarray, b: np.ndarray, a_name: str, b_name: str) -> None:
     if a.shape[0] != b.shape[0]:
         raise ValueError(
-            f"paired_cosine needs as many rows in {a_name} as in {b_name}; got {a_name} {a.shape} and "
-            f"{b_name} {b.shape} (for every pair use cosine_matrix)"
+            f"paired_cosine needs as many rows in {a_name} as in {b_name}; got {a_name} {a.shape} and {b_name} {b.shape} (for every pair use cosine_matrix)"
         )
 
 
@@ -67,8 +64,7 @@ def as_offsets(offsets: Any, n_queries: int) -> np.ndarray:
         raise ValueError(f"offsets must be a 1-D int64 array of length {n_queries + 1}: {exc}") from exc
     if arr.dtype.kind not in "iu":
         raise TypeError(
-            f"offsets has dtype {arr.dtype}; expected int64 (group boundaries into refs). "
-            f"Convert it with np.asarray(offsets, dtype=np.int64)."
+            f"offsets has dtype {arr.dtype}; expected int64 (group boundaries into refs). Convert it with np.asarray(offsets, dtype=np.int64)."
         )
     if arr.ndim != 1 or arr.shape[0] != n_queries + 1:
         raise ValueError(
@@ -93,8 +89,7 @@ def offsets_error(offsets: np.ndarray, index: int, n_refs: int) -> ValueError:
     else:
         why = f"offsets[{n}] (the last) is {value}; expected len(refs) = {n_refs}"
     return ValueError(
-        f"invalid offsets: {why}. Query i is scored against refs[offsets[i]:offsets[i + 1]], so offsets "
-        f"must start at 0, never decrease and end at len(refs)."
+        f"invalid offsets: {why}. Query i is scored against refs[offsets[i]:offsets[i + 1]], so offsets must start at 0, never decrease and end at len(refs)."
     )
 
 

@@ -109,8 +109,7 @@ def set_backend(name: str | None) -> str:
     status = _cosine.select_backend(wanted)
     if status == -1:
         raise ValueError(
-            f"unknown kernel backend {name!r}; this build has {_cosine.backend_names()} "
-            f"(this CPU runs {available_backends()}), or 'auto'"
+            f"unknown kernel backend {name!r}; this build has {_cosine.backend_names()} (this CPU runs {available_backends()}), or 'auto'"
         )
     if status == -2:
         raise ValueError(

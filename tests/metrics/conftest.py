@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from metrics_support import SERVER_KEY, EmbeddingServer, EncoderSpy, start_server
 
-DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+from simkernel.runtime.acquisition.registry import DEFAULT_MODEL
 
 
 @pytest.fixture(scope="session")

@@ -8,8 +8,6 @@ from pathlib import Path
 
 import numpy as np
 
-DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
-
 LONG_TEXT = " ".join(
     f"Sentence {i} of a long answer that goes on about evaluation metrics, embeddings and truncation."
     for i in range(60)

@@ -63,8 +63,7 @@ def format_of(path: str, explicit: str | None = None) -> str | None:
     if suffix not in _EXTENSIONS:
         known = ", ".join(sorted(_EXTENSIONS))
         raise UsageError(
-            f"cannot tell the format of {path!r} from its extension {suffix or '(none)'!r}; "
-            f"use one of {known}, or say it with --input-format/--output-format csv|tsv|jsonl"
+            f"cannot tell the format of {path!r} from its extension {suffix or '(none)'!r}; use one of {known}, or say it with --input-format/--output-format csv|tsv|jsonl"
         )
     return _EXTENSIONS[suffix]
 
@@ -141,8 +140,7 @@ def _parse_delimited(text: str, fmt: str, source: str) -> Table:
             continue
         if len(record) != len(header):
             raise DataError(
-                f"{source} line {start}: {len(record)} fields where the header has {len(header)} "
-                f"({', '.join(header)}); quote fields that contain the delimiter or a line break"
+                f"{source} line {start}: {len(record)} fields where the header has {len(header)} ({', '.join(header)}); quote fields that contain the delimiter or a line break"
             )
         rows.append(dict(zip(header, record, strict=True)))
         line_numbers.append(start)
@@ -179,8 +177,7 @@ def _parse_jsonl(text: str, source: str) -> Table:
             row = json.loads(line)
         except json.JSONDecodeError as exc:
             raise DataError(
-                f"{source} line {number}: not valid JSON ({exc.msg} at column {exc.colno}); "
-                "each line must hold one JSON object"
+                f"{source} line {number}: not valid JSON ({exc.msg} at column {exc.colno}); each line must hold one JSON object"
             ) from None
         if "\\u" in line and _has_lone_surrogate(row):
             raise DataError(
@@ -189,8 +186,7 @@ def _parse_jsonl(text: str, source: str) -> Table:
             )
         if not isinstance(row, dict):
             raise DataError(
-                f"{source} line {number}: a JSON {type(row).__name__} where a JSON object is expected; "
-                'each line must hold one object like {"predicted": "...", "ground_truth": "..."}'
+                f'{source} line {number}: a JSON {type(row).__name__} where a JSON object is expected; each line must hold one object like {{"predicted": "...", "ground_truth": "..."}}'
             )
         columns.update(dict.fromkeys(row))
         rows.append(row)

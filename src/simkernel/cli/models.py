@@ -16,6 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from simkernel.cli.errors import DataError
+from simkernel.runtime.acquisition import store
+from simkernel.runtime.acquisition.registry import DEFAULT_MODEL, KNOWN_MODELS, canonical_id, known_model
+from simkernel.runtime.inference.config import read_model_config
+from simkernel.runtime.inference.manifest import STAMP, manifest_entries, read_manifest
 
 
 def run_models(args: argparse.Namespace) -> int:
@@ -29,9 +33,6 @@ def run_models(args: argparse.Namespace) -> int:
 
 
 def _list(args: argparse.Namespace) -> None:
-    from simkernel.runtime.acquisition import store
-    from simkernel.runtime.acquisition.registry import DEFAULT_MODEL, KNOWN_MODELS, canonical_id
-
     stored = {canonical_id(m.id): m for m in store.list_models()}
     rows = [("model", "kind", "dim", "languages", "in store", "notes")]
     for known in KNOWN_MODELS:
@@ -67,7 +68,6 @@ def _print_table(rows: list[tuple[str, ...]]) -> None:
 
 def _prepare(args: argparse.Namespace) -> None:
     from simkernel.runtime.acquisition.prepare import prepare_model
-    from simkernel.runtime.acquisition.registry import DEFAULT_MODEL, canonical_id
 
     model = canonical_id(args.model) if args.model else DEFAULT_MODEL
     print(f"preparing {model} (fp32 and int8) ...", file=sys.stderr, flush=True)
@@ -129,10 +129,6 @@ def _export(args: argparse.Namespace) -> None:
 
 
 def _info(args: argparse.Namespace) -> None:
-    from simkernel.runtime.acquisition import store
-    from simkernel.runtime.acquisition.registry import canonical_id, known_model
-    from simkernel.runtime.inference.config import read_model_config
-
     folder = Path(args.model)
     model_id = args.model
     if not folder.is_dir():
@@ -142,9 +138,7 @@ def _info(args: argparse.Namespace) -> None:
     if not folder.is_dir():
         if known is None:
             raise DataError(
-                f"{args.model!r} is neither a folder nor a model in the store "
-                f"({store.store_root() / 'models'}); "
-                "see simkernel models list"
+                f"{args.model!r} is neither a folder nor a model in the store ({store.store_root() / 'models'}); see simkernel models list"
             )
         print(f"id           {known.id}")
         print(
@@ -156,7 +150,7 @@ def _info(args: argparse.Namespace) -> None:
         print(f"in store     no: simkernel models prepare {known.id}")
         return
     config = read_model_config(folder)
-    manifest = _manifest(folder / store.MANIFEST)
+    manifest = read_manifest(folder)
     print(f"id           {manifest.get('id', model_id)}")
     print(f"folder       {folder}")
     if config.is_cross_encoder:
@@ -203,25 +197,10 @@ def _bf16_parity(folder: Path, config: Any) -> str:
     return f"{_compact(rounded)} (vs fp32, measured now on this CPU)"
 
 
-def _manifest(path: Path) -> dict[str, Any]:
-    if not path.is_file():
-        return {}
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
-        raise DataError(f"{path} is not readable JSON ({exc}); re-prepare or re-export the model") from None
-    return data if isinstance(data, dict) else {}
-
-
 def _print_files(folder: Path, manifest: dict[str, Any] | None = None) -> None:
-    from simkernel.runtime.acquisition import store
-    from simkernel.runtime.inference.manifest import STAMP
-
     if manifest is None:
-        manifest = _manifest(folder / store.MANIFEST)
-    listed = manifest.get("files") or {}
-    if isinstance(listed, list):
-        listed = {str(f.get("path") or f.get("name")): f for f in listed if isinstance(f, dict)}
+        manifest = read_manifest(folder)
+    listed = manifest_entries(manifest)
     for path in sorted(p for p in folder.rglob("*") if p.is_file() and p.name != STAMP):
         name = path.relative_to(folder).as_posix()
         meta = listed.get(name, {})

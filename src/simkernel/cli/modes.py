@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import Any, Protocol
 
 from simkernel.cli.errors import DataError
-from simkernel.cli.parser import DEFAULT_MODEL
+from simkernel.runtime.acquisition.registry import DEFAULT_MODEL, known_model
 
 DEFAULT_BATCH_SIZE = 32
 DEFAULT_PRECISION = "fp32"
@@ -55,8 +55,6 @@ def english_only_note(model: str, predicted: Sequence[str], targets: Sequence[An
     Such a model (all-MiniLM-L6-v2) splits Russian or Chinese into single characters, so those scores
     say little about meaning (unrelated Russian answers still score 0.5 to 0.7).
     """
-    from simkernel.runtime.acquisition.registry import known_model
-
     known = known_model(model)
     if known is None or known.languages != "en":
         return None
@@ -98,9 +96,7 @@ class SasScorer:
         scores = result["individual_scores"]
         if scores and isinstance(scores[0], (list, tuple)):
             raise DataError(
-                f"the model gives {len(scores[0])} scores per pair (a classifier with several labels), "
-                "not one "
-                "similarity; use a bi-encoder or a one-label cross-encoder with --model"
+                f"the model gives {len(scores[0])} scores per pair (a classifier with several labels), not one similarity; use a bi-encoder or a one-label cross-encoder with --model"
             )
         return [float(s) for s in scores]
 

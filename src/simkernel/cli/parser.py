@@ -11,10 +11,10 @@ import argparse
 import math
 from typing import NoReturn
 
-from simkernel import __version__
+from simkernel._optional import TORCH_PIN
+from simkernel._version import __version__
 from simkernel.cli.io import FORMATS
-
-DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+from simkernel.runtime.acquisition.registry import DEFAULT_MODEL
 
 _SCORE_EPILOG = f"""\
 modes:
@@ -277,9 +277,7 @@ def _add_models(commands: argparse._SubParsersAction) -> None:
     export = actions.add_parser(
         "export",
         help="export a sentence-transformers / transformers checkpoint (a folder or a hub repo) to ONNX",
-        description="Export the checkpoint in SRC (a folder, or a hub repository ORG/NAME, downloaded "
-        "first) to an ONNX bundle in DST (needs the export extra: "
-        "pip install torch==2.13.0 'simkernel[export]'). Every export runs a parity check against torch.",
+        description=f"Export the checkpoint in SRC (a folder, or a hub repository ORG/NAME, downloaded first) to an ONNX bundle in DST (needs the export extra: pip install {TORCH_PIN} 'simkernel[export]'). Every export runs a parity check against torch.",
     )
     export.add_argument(
         "src", metavar="SRC", help="checkpoint folder (config.json, weights, tokenizer), or hub repo ORG/NAME"

@@ -18,10 +18,10 @@ from typing import Any
 from simkernel.cli.errors import DataError, UsageError
 from simkernel.cli.io import Table, format_of, read_table, write_table
 from simkernel.cli.modes import Scorer, english_only_note, make_scorer
-from simkernel.cli.parser import DEFAULT_MODEL
 from simkernel.cli.progress import ProgressBar
 from simkernel.cli.summary import Summary, summarize
 from simkernel.cli.thresholds import resolve_cli_threshold
+from simkernel.runtime.acquisition.registry import DEFAULT_MODEL
 
 CHUNK_ROWS = 256  # rows per scoring call: the progress granularity (the encoder deduplicates within a call)
 SUCCESS_COLUMN = "success"
@@ -145,9 +145,7 @@ def check_columns(table: Table, columns: dict[str, str], args: argparse.Namespac
             if role == "ground_truth" and DEFAULT_COLUMNS["references"] in table.columns:
                 other_mode = f", or score against {DEFAULT_COLUMNS['references']!r} with --mode reference"
             raise DataError(
-                f"{table.source} has no column {name!r} (columns found: {found}); "
-                f"name the column of the {role.replace('_', ' ')} texts with {_FLAGS[role]} COLUMN"
-                + other_mode
+                f"{table.source} has no column {name!r} (columns found: {found}); name the column of the {role.replace('_', ' ')} texts with {_FLAGS[role]} COLUMN{other_mode}"
             )
     if args.label is not None and args.label not in table.columns:
         raise DataError(
@@ -162,13 +160,13 @@ def _check_added_columns(table: Table, args: argparse.Namespace) -> None:
         added.append(SUCCESS_COLUMN)
     clash = [name for name in added if name in table.columns]
     if clash:
+        fix = (
+            "pass --score-column NAME to name the score column differently"
+            if clash[0] == args.score_column
+            else "rename that column in the input"
+        )
         raise DataError(
-            f"{table.source} already has a column {clash[0]!r}, which the output would overwrite; "
-            + (
-                "pass --score-column NAME to name the score column differently"
-                if clash[0] == args.score_column
-                else "rename that column in the input"
-            )
+            f"{table.source} already has a column {clash[0]!r}, which the output would overwrite; {fix}"
         )
 
 

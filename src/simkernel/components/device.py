@@ -59,8 +59,7 @@ def _from_serialised(data: Any, original: Any) -> str:
         return data["device"].strip().lower()
     if isinstance(data, dict) and data.get("type") == "multiple":
         raise ValueError(
-            f"Device maps are not supported ({original!r}): simkernel runs a model on one device; "
-            f"use None, {SUPPORTED}."
+            f"Device maps are not supported ({original!r}): simkernel runs a model on one device; use None, {SUPPORTED}."
         )
     raise ValueError(f"Invalid device {original!r}: use None, {SUPPORTED}.")
 
@@ -215,9 +214,7 @@ def onnx_providers(device: Any) -> list[Any] | None:
     available = onnxruntime.get_available_providers()
     if "CUDAExecutionProvider" not in available:
         raise ValueError(
-            f"device={device!r} needs onnxruntime with CUDA, but the installed onnxruntime "
-            f"{onnxruntime.__version__} offers only {available}. Install onnxruntime-gpu "
-            f"(pip uninstall onnxruntime && pip install onnxruntime-gpu) or use device='cpu'."
+            f"device={device!r} needs onnxruntime with CUDA, but the installed onnxruntime {onnxruntime.__version__} offers only {available}. Install onnxruntime-gpu (pip uninstall onnxruntime && pip install onnxruntime-gpu) or use device='cpu'."
         )
     _, _, index = text.partition(":")
     return [("CUDAExecutionProvider", {"device_id": int(index or 0)}), "CPUExecutionProvider"]

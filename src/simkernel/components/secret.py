@@ -50,8 +50,7 @@ class Secret:
             return EnvVarSecret(tuple(data["env_vars"]), _strict=data["strict"])
         if kind == "token":
             raise ValueError(
-                "Cannot deserialize token-based secret. "
-                "Use an alternative secret type like environment variables."
+                "Cannot deserialize token-based secret. Use an alternative secret type like environment variables."
             )
         raise ValueError(f"Unknown secret type '{kind}'")
 

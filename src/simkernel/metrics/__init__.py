@@ -11,8 +11,9 @@ Names resolve lazily: importing this package loads neither pydantic (``EvalTestC
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from simkernel._lazy import lazy_face
 
 _LAZY = {
     "ReferenceMatchMetric": "simkernel.metrics.vector_metrics",
@@ -60,14 +61,4 @@ if TYPE_CHECKING:  # pragma: no cover
     from simkernel.metrics.vector_metrics import ReferenceMatchMetric, SemanticSimilarityMetric
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'simkernel.metrics' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
+__getattr__, __dir__ = lazy_face(__name__, _LAZY, globals())

@@ -74,9 +74,7 @@ def _check_case(index: int, case: Any) -> None:
     for field in ("input", "actual_output"):
         if not hasattr(case, field):
             raise TypeError(
-                f"test_cases[{index}] must be an EvalTestCase (or an object with .input and .actual_output), "
-                f"got {type(case).__name__}; build it with "
-                "simkernel.EvalTestCase(input=..., actual_output=...)"
+                f"test_cases[{index}] must be an EvalTestCase (or an object with .input and .actual_output), got {type(case).__name__}; build it with simkernel.EvalTestCase(input=..., actual_output=...)"
             )
 
 
@@ -84,9 +82,7 @@ def _check_metric(index: int, metric: Any) -> None:
     missing = [a for a in ("name", "threshold", "evaluate") if not hasattr(metric, a)]
     if missing:
         raise TypeError(
-            f"metrics[{index}] is a {type(metric).__name__} without {', '.join(missing)}; "
-            "pass metric objects "
-            "such as ReferenceMatchMetric(...), not classes or names"
+            f"metrics[{index}] is a {type(metric).__name__} without {', '.join(missing)}; pass metric objects such as ReferenceMatchMetric(...), not classes or names"
         )
 
 

@@ -68,8 +68,7 @@ def _check_references(references: Any) -> list[str]:
         return []
     if isinstance(references, (str, bytes)):
         raise TypeError(
-            f"references must be a list of strings, got a single {type(references).__name__} "
-            f"({references[:60]!r}); wrap it in a list: references=[{references[:30]!r}]"
+            f"references must be a list of strings, got a single {type(references).__name__} ({references[:60]!r}); wrap it in a list: references=[{references[:30]!r}]"
         )
     if not isinstance(references, Iterable):
         raise TypeError(
@@ -79,8 +78,7 @@ def _check_references(references: Any) -> list[str]:
     for i, ref in enumerate(refs):
         if not isinstance(ref, str):
             raise ValueError(
-                f"references[{i}] must be a string, got {type(ref).__name__}: {ref!r}; "
-                "convert it with str() or remove it"
+                f"references[{i}] must be a string, got {type(ref).__name__}: {ref!r}; convert it with str() or remove it"
             )
         check_unicode(ref, f"references[{i}]")
     return refs
@@ -90,9 +88,7 @@ def _text_field(test_case: Any, field: str) -> str:
     """``test_case.<field>`` as eval_lib reads it (None -> ""), with a clear error for a wrong object."""
     if not hasattr(test_case, field):
         raise TypeError(
-            f"test case must be an EvalTestCase (or an object with .{field}), "
-            f"got {type(test_case).__name__}; "
-            "build one with simkernel.EvalTestCase(input=..., actual_output=...)"
+            f"test case must be an EvalTestCase (or an object with .{field}), got {type(test_case).__name__}; build one with simkernel.EvalTestCase(input=..., actual_output=...)"
         )
     value = getattr(test_case, field)
     if value is None:
@@ -154,8 +150,7 @@ class _VectorMetric:
             embeddings = np.asarray(embeddings)
             if embeddings.ndim != 2 or embeddings.shape[0] != len(refs) + 1:
                 raise ValueError(
-                    f"{self.provider!r} returned embeddings of shape {embeddings.shape} "
-                    f"for {len(refs) + 1} texts"
+                    f"{self.provider!r} returned embeddings of shape {embeddings.shape} for {len(refs) + 1} texts"
                 )
             k = len(refs)
             groups = score_groups(
@@ -198,8 +193,7 @@ class ReferenceMatchMetric(_VectorMetric):
         self.references = _check_references(references)
         if aggregation not in ("max", "mean"):
             warnings.warn(
-                f"aggregation={aggregation!r} is neither 'max' nor 'mean'; it is treated as 'mean' "
-                "(as eval_lib does). Pass aggregation='max' or aggregation='mean'.",
+                f"aggregation={aggregation!r} is neither 'max' nor 'mean'; it is treated as 'mean' (as eval_lib does). Pass aggregation='max' or aggregation='mean'.",
                 UserWarning,
                 stacklevel=2,
             )

@@ -22,8 +22,9 @@ does not import onnxruntime or tokenizers; they load with the first encoder.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from simkernel._lazy import lazy_face
 
 _LAZY = {
     "TextEncoder": "simkernel.runtime.encoders",
@@ -48,14 +49,4 @@ if TYPE_CHECKING:  # pragma: no cover
     from simkernel.runtime.shared import clear_shared_instances, get_cross_encoder, get_text_encoder  # noqa: F401
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'simkernel.runtime' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
+__getattr__, __dir__ = lazy_face(__name__, _LAZY, globals())

@@ -263,9 +263,9 @@ def test_unreachable_hub_is_explained(env, monkeypatch):
 
 def test_int8_failing_its_check_falls_back_to_the_published_file(hub, tiny_repo, monkeypatch):
     """A per-row int8 that misses the check against fp32 is not kept: the repo's file is, with a warning."""
-    from simkernel.runtime.acquisition import hub as hub_module
+    from simkernel.runtime.acquisition import graph_passes
 
-    monkeypatch.setattr(hub_module, "LOCAL_INT8_MIN_COSINE", 1.01)  # nothing can pass
+    monkeypatch.setattr(graph_passes, "LOCAL_INT8_MIN_COSINE", 1.01)  # nothing can pass
     with pytest.warns(UserWarning, match="misses its check"):
         enc = TextEncoder(REPO, precision="int8", threads=1)
     assert (enc.model_path / "model_int8.onnx").read_bytes() == (tiny_repo / "model_int8.onnx").read_bytes()

@@ -138,7 +138,7 @@ def test_int8_accuracy_vs_sentence_transformers(int8_encoder, st_model, probe_te
 
 @pytest.fixture(scope="session")
 def raw_minilm_graph(tmp_path_factory, reference_checkpoint):
-    from simkernel.runtime.acquisition.export import export_raw_graph
+    from simkernel.runtime.acquisition.trace import export_raw_graph
 
     path = tmp_path_factory.mktemp("raw") / "raw.onnx"
     export_raw_graph(reference_checkpoint, path)
@@ -197,7 +197,7 @@ def test_int8_keep_fp32_patterns_select_dense_layers(tmp_path, raw_minilm_graph)
     the others are quantised; a pattern matching nothing is an error listing how layers are named."""
     import onnx
 
-    from simkernel.runtime.acquisition.export import matching_dense_layers
+    from simkernel.runtime.acquisition.graph_passes import matching_dense_layers
     from simkernel.runtime.acquisition.quantize import quantize_model, weight_matmuls
 
     every = weight_matmuls(raw_minilm_graph)

@@ -36,9 +36,7 @@ def test_folder_that_is_neither_bundle_nor_checkpoint(tmp_path):
 
 def test_checkpoint_without_export_extra_names_the_install(reference_checkpoint, tmp_path, monkeypatch):
     monkeypatch.setenv("SIMKERNEL_HOME", str(tmp_path / "store"))
-    monkeypatch.setitem(
-        sys.modules, "simkernel.runtime.acquisition.export", None
-    )  # as if the export extra were absent
+    monkeypatch.setitem(sys.modules, "torch", None)  # as if the export extra were absent
     with pytest.raises(
         MissingDependencyError, match=r"pip install .*simkernel\[export\].*simkernel models export"
     ):

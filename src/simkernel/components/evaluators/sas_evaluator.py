@@ -58,7 +58,7 @@ from simkernel.components.serialization import check_type
 from simkernel.runtime.inference.inputs import check_unicode
 
 HAYSTACK_TYPE = "haystack.components.evaluators.sas_evaluator.SASEvaluator"
-DEFAULT_MODEL = "sentence-transformers/paraphrase-multilingual-mpnet-base-v2"
+HAYSTACK_DEFAULT_MODEL = "sentence-transformers/paraphrase-multilingual-mpnet-base-v2"
 PRECISIONS = ("fp32", "int8", "bf16")
 
 
@@ -79,7 +79,7 @@ class SASEvaluator:
 
     def __init__(
         self,
-        model: str = DEFAULT_MODEL,
+        model: str = HAYSTACK_DEFAULT_MODEL,
         batch_size: int = 32,
         device: Any = None,
         token: SecretLike | None = Secret.from_env_var(["HF_API_TOKEN", "HF_TOKEN"], strict=False),  # noqa: B008
@@ -111,8 +111,7 @@ class SASEvaluator:
             raise ValueError(f"model must be a model id or a path (a non-empty string), got {model!r}")
         if token is not None and not isinstance(token, SecretLike):
             raise TypeError(
-                f"token must be a Secret, got {type(token).__name__}: use Secret.from_env_var('HF_TOKEN') "
-                f"or Secret.from_token('...') (from simkernel.components or haystack.utils)"
+                f"token must be a Secret, got {type(token).__name__}: use Secret.from_env_var('HF_TOKEN') or Secret.from_token('...') (from simkernel.components or haystack.utils)"
             )
         if precision not in PRECISIONS:
             raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
@@ -288,8 +287,7 @@ class SASEvaluator:
             return scores.tolist()
         if scores.ndim != 1:
             raise ValueError(
-                f"several ground truths per question need a cross-encoder with one output label; "
-                f"{self._model!r} has {scores.shape[1]} labels"
+                f"several ground truths per question need a cross-encoder with one output label; {self._model!r} has {scores.shape[1]} labels"
             )
         return np.maximum.reduceat(scores, _offsets(groups)[:-1]).tolist()
 
@@ -301,8 +299,7 @@ def _checked_predictions(predicted_answers: Sequence[Any]) -> list[str]:
     for i, answer in enumerate(out):
         if not isinstance(answer, str):
             raise ValueError(
-                f"predicted_answers[{i}] is {type(answer).__name__} ({answer!r}); every predicted answer "
-                "must be a string"
+                f"predicted_answers[{i}] is {type(answer).__name__} ({answer!r}); every predicted answer must be a string"
             )
         check_unicode(answer, f"predicted_answers[{i}]")
     return out
@@ -325,9 +322,7 @@ def _ground_truth_groups(ground_truth_answers: Sequence[Any]) -> tuple[list[list
             continue
         if answer is None or not isinstance(answer, (list, tuple)):
             raise ValueError(
-                f"ground_truth_answers[{i}] is {type(answer).__name__} ({answer!r}); "
-                "every ground truth must be a string, or a non-empty list of strings when a question has "
-                "several correct answers"
+                f"ground_truth_answers[{i}] is {type(answer).__name__} ({answer!r}); every ground truth must be a string, or a non-empty list of strings when a question has several correct answers"
             )
         if len(answer) == 0:
             raise ValueError(
@@ -336,8 +331,7 @@ def _ground_truth_groups(ground_truth_answers: Sequence[Any]) -> tuple[list[list
         for j, text in enumerate(answer):
             if not isinstance(text, str):
                 raise ValueError(
-                    f"ground_truth_answers[{i}][{j}] is {type(text).__name__} ({text!r}); every ground truth "
-                    "must be a string"
+                    f"ground_truth_answers[{i}][{j}] is {type(text).__name__} ({text!r}); every ground truth must be a string"
                 )
             check_unicode(text, f"ground_truth_answers[{i}][{j}]")
         groups.append(list(answer))

@@ -43,7 +43,7 @@ from typing import Any
 
 import numpy as np
 
-from simkernel import __version__
+from simkernel._version import __version__
 from simkernel.errors import SimkernelError
 from simkernel.metrics.embedding_providers.base import EmbeddingProvider, run_blocking
 from simkernel.metrics.embedding_providers.deadline import Deadline, open_with_deadline
@@ -171,9 +171,7 @@ class OpenAIEmbeddingProvider(EmbeddingProvider):
             headers["Authorization"] = f"Bearer {key}"
         elif url.startswith(DEFAULT_BASE_URL):
             raise EmbeddingConfigurationError(
-                "The 'openai' embedding provider needs an API key: set the environment variable "
-                "OPENAI_API_KEY (export OPENAI_API_KEY='sk-...') or pass api_key=...; "
-                "or use embedding_provider='local' to embed on this machine at no cost."
+                "The 'openai' embedding provider needs an API key: set the environment variable OPENAI_API_KEY (export OPENAI_API_KEY='sk-...') or pass api_key=...; or use embedding_provider='local' to embed on this machine at no cost."
             )
         organization = self.organization or os.environ.get("OPENAI_ORG_ID")
         project = self.project or os.environ.get("OPENAI_PROJECT_ID")
@@ -252,8 +250,7 @@ class OpenAIEmbeddingProvider(EmbeddingProvider):
             vectors = [item["embedding"] for item in items]
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             raise EmbeddingAPIError(
-                f"The embeddings server at {url} answered 200 with a body that is not an OpenAI embeddings "
-                f"response ({type(exc).__name__}: {exc}); check OPENAI_BASE_URL",
+                f"The embeddings server at {url} answered 200 with a body that is not an OpenAI embeddings response ({type(exc).__name__}: {exc}); check OPENAI_BASE_URL",
                 status=200,
                 server_message=raw[:500].decode("utf-8", errors="replace"),
                 url=url,
@@ -278,8 +275,7 @@ class OpenAIEmbeddingProvider(EmbeddingProvider):
         }.get(status, "")
         tries = f" after {attempts} attempts" if attempts > 1 else ""
         return EmbeddingAPIError(
-            f"Embeddings request to {url} (model {self.model_name!r}) failed with HTTP {status}{tries}: "
-            f"{message}.{hint}",
+            f"Embeddings request to {url} (model {self.model_name!r}) failed with HTTP {status}{tries}: {message}.{hint}",
             status=status,
             server_message=message,
             url=url,
@@ -287,8 +283,7 @@ class OpenAIEmbeddingProvider(EmbeddingProvider):
 
     def _transport_error(self, what: str, url: str, attempts: int) -> EmbeddingAPIError:
         return EmbeddingAPIError(
-            f"Embeddings request to {url} (model {self.model_name!r}) {what}; gave up after {attempts} "
-            f"attempt(s). Raise timeout=/max_retries= or check OPENAI_BASE_URL and the network.",
+            f"Embeddings request to {url} (model {self.model_name!r}) {what}; gave up after {attempts} attempt(s). Raise timeout=/max_retries= or check OPENAI_BASE_URL and the network.",
             status=None,
             server_message="",
             url=url,

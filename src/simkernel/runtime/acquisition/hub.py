@@ -8,9 +8,11 @@ and the other configuration files when the repo has them.
 needed), ``model_int8.onnx`` is made locally from the downloaded fp32 graph with simkernel's per-row
 quantisation (batch-independent, :mod:`simkernel.runtime.acquisition.quantize`) and checked against the
 fp32 graph on :data:`~simkernel.runtime.acquisition.export_probes.PROBE_TEXTS` (min cosine >=
-:data:`LOCAL_INT8_MIN_COSINE`). Otherwise, or when that check fails, the first published quantised variant
-of :data:`simkernel.runtime.acquisition.registry.INT8_HUB_FILES` is used, with a warning: those are
-onnxruntime's dynamic quantisation, whose embeddings depend on the batch-mates.
+:data:`~simkernel.runtime.acquisition.graph_passes.LOCAL_INT8_MIN_COSINE`;
+:func:`~simkernel.runtime.acquisition.graph_passes.local_int8`). Otherwise, or when that check fails,
+the first published quantised variant of :data:`simkernel.runtime.acquisition.registry.INT8_HUB_FILES` is
+used, with a warning: those are onnxruntime's dynamic quantisation, whose embeddings depend on the
+batch-mates.
 
 Environment, read at call time (huggingface_hub itself reads some only at import):
 ``HF_ENDPOINT`` (mirror or test server), ``HF_HUB_CACHE``/``HF_HOME`` (its download cache),
@@ -25,25 +27,23 @@ second process asking for the same model waits and reuses the first one's bundle
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 from pathlib import Path
 
 from simkernel.errors import ModelError
 from simkernel.runtime.acquisition import store
-from simkernel.runtime.acquisition.export import externalize_weights, per_row_int8
-from simkernel.runtime.acquisition.export_probes import PROBE_TEXTS
+from simkernel.runtime.acquisition.graph_passes import LOCAL_INT8_FILES, local_int8
+from simkernel.runtime.acquisition.manifest import package_versions, write_manifest
+from simkernel.runtime.acquisition.parity import ParityError
 from simkernel.runtime.acquisition.registry import CONFIG_FILES, FP32_HUB_FILE, INT8_HUB_FILES, known_model
 from simkernel.runtime.inference.bundle import PRECISIONS, check_precision
 from simkernel.runtime.inference.config import read_model_config
-from simkernel.runtime.inference.text_encoder import BundleTextEncoder
 
 REQUIRED_FILES = ("config.json", "tokenizer.json")
 DOWNLOAD_ATTEMPTS = 3  # tries of one file when the hub fails in a way that may pass (see _transient)
 _RETRY_WAITS_S = (0.5, 2.0)  # before the second and third try
 _TRANSIENT_STATUSES = frozenset({500, 502, 503, 504})
-LOCAL_INT8_MIN_COSINE = 0.97  # the export's int8 parity tolerance, here against the fp32 graph
 _TRUE = {"1", "on", "yes", "true"}
 
 
@@ -208,18 +208,17 @@ def download_bundle(
         try:
             onnx = fetch_file(repo, FP32_HUB_FILE, revision, settings)
             if onnx is None:
+                where = " in the HF cache (HF_HUB_OFFLINE=1)" if settings["offline"] else ""
                 raise NoOnnxPublishedError(
-                    f"{settings['endpoint']}/{repo} (revision {revision}) publishes no {FP32_HUB_FILE}"
-                    + (" in the HF cache (HF_HUB_OFFLINE=1)" if settings["offline"] else "")
+                    f"{settings['endpoint']}/{repo} (revision {revision}) publishes no {FP32_HUB_FILE}{where}"
                 )
             commit = commit_of(onnx, revision)  # fetch the rest at exactly the same commit
             files: dict[str, tuple[Path, str]] = {"model.onnx": (onnx, FP32_HUB_FILE)}
             if precision == "int8" and not _can_quantize_locally():
                 _warn_batch_dependent("the onnx package is not installed (pip install onnx)")
                 files["model_int8.onnx"] = _published_int8(repo, revision, commit, int8_candidates, settings)
-            data = fetch_file(
-                repo, FP32_HUB_FILE + "_data", commit, settings
-            )  # external weights of big graphs
+            # the external weights of big graphs
+            data = fetch_file(repo, FP32_HUB_FILE + "_data", commit, settings)
             if data is not None:
                 files["model.onnx_data"] = (data, FP32_HUB_FILE + "_data")
             for name in CONFIG_FILES:
@@ -233,33 +232,25 @@ def download_bundle(
         missing = [name for name in REQUIRED_FILES if name not in files]
         if missing:
             raise ModelError(
-                f"{repo} (commit {commit}) has no {', '.join(missing)}; simkernel needs them beside the "
-                "ONNX file. "
-                f"Export the checkpoint instead: simkernel models export {repo} DST"
+                f"{repo} (commit {commit}) has no {', '.join(missing)}; simkernel needs them beside the ONNX file. Export the checkpoint instead: simkernel models export {repo} DST"
             )
-        staging = store.new_staging_dir(model_id)
-        try:
+        with store.staged_bundle(model_id, locked=True) as staging:
             for name, (cached, _) in files.items():
                 place_file(cached, staging / name)
-            local_int8 = None
+            made_here = None
             if precision == "int8" and "model_int8.onnx" not in files:
-                local_int8 = _local_int8(staging)
-                if local_int8 is None:  # missed its accuracy check: the repo's own file, if any
+                try:
+                    made_here = local_int8(staging)
+                except ParityError as exc:  # missed its accuracy check: the repo's own file, if any
+                    _warn_batch_dependent(str(exc))
                     published = _published_int8(repo, revision, commit, int8_candidates, settings)
                     place_file(published[0], staging / "model_int8.onnx")
                     files["model_int8.onnx"] = published
                 else:
-                    made_here = f"made locally from {FP32_HUB_FILE}"
-                    for name in ("model_int8.onnx", "model_int8.onnx_data"):
-                        files[name] = (staging / name, made_here)
-            _write_manifest(
-                staging, model_id, repo, revision, commit, settings["endpoint"], files, local_int8
-            )
-            store.verify_bundle(staging)
-            return store.publish_staging(staging, model_id, replace=True)
-        except BaseException:
-            shutil.rmtree(staging, ignore_errors=True)
-            raise
+                    for name in LOCAL_INT8_FILES:
+                        files[name] = (staging / name, f"made locally from {FP32_HUB_FILE}")
+            _write_manifest(staging, model_id, repo, revision, commit, settings["endpoint"], files, made_here)
+        return folder
 
 
 def _write_manifest(
@@ -270,35 +261,35 @@ def _write_manifest(
     commit: str,
     endpoint: str,
     files: dict[str, tuple[Path, str]],
-    local_int8: dict | None = None,
+    int8_facts: dict | None = None,
 ) -> None:
     """Write the manifest: one entry per file of ``files`` (name -> (path, where it came from));
-    ``local_int8`` holds the facts of an int8 graph made here (quantisation, check against fp32)."""
-    import huggingface_hub
-
-    import simkernel
-
-    entries = {}
-    for name, (_, source_name) in sorted(files.items()):
-        path = folder / name
-        entry = {"bytes": path.stat().st_size, "sha256": store.file_sha256(path), "source": source_name}
+    ``int8_facts`` holds the facts of an int8 graph made here (quantisation, check against fp32)."""
+    entries: dict[str, dict] = {}
+    for name, (_, source_name) in files.items():
+        entry: dict = {"source": source_name}
         if name == "model.onnx":
             entry["precision"] = "fp32"
         elif name == "model_int8.onnx":
             entry["precision"] = "int8"
-            entry.update(local_int8 or {})
+            entry.update(int8_facts or {})
         entries[name] = entry
-    manifest = {
-        "format": 1,
-        "id": model_id,
-        "kind": read_model_config(folder).kind,
-        "source": {"type": "hub", "repo": repo, "endpoint": endpoint, "revision": revision, "commit": commit},
-        "revision": commit,
-        "files": entries,
-        "versions": {"simkernel": simkernel.__version__, "huggingface_hub": huggingface_hub.__version__},
-    }
-    (folder / store.MANIFEST).write_text(
-        json.dumps(manifest, indent=2, sort_keys=True) + "\n", encoding="utf-8"
+    write_manifest(
+        folder,
+        {
+            "id": model_id,
+            "kind": read_model_config(folder).kind,
+            "source": {
+                "type": "hub",
+                "repo": repo,
+                "endpoint": endpoint,
+                "revision": revision,
+                "commit": commit,
+            },
+            "revision": commit,
+            "files": entries,
+            "versions": package_versions("huggingface_hub"),
+        },
     )
 
 
@@ -313,9 +304,7 @@ def _published_int8(repo: str, revision: str, commit: str, candidates, settings:
         if cached is not None:
             return cached, candidate
     raise ModelError(
-        f"{repo} (commit {commit}) publishes no int8 ONNX file (looked for {list(candidates)}) and simkernel "
-        "could not make one (install onnx: pip install onnx). Export the checkpoint instead: `simkernel "
-        "models export SRC DST --precision int8`, or use precision='fp32'."
+        f"{repo} (commit {commit}) publishes no int8 ONNX file (looked for {list(candidates)}) and simkernel could not make one (install onnx: pip install onnx). Export the checkpoint instead: `simkernel models export SRC DST --precision int8`, or use precision='fp32'."
     )
 
 
@@ -330,35 +319,6 @@ def _warn_batch_dependent(why: str) -> None:
     import warnings
 
     warnings.warn(
-        f"{why}: using the repo's published int8 file, onnxruntime dynamic quantisation, whose embeddings "
-        "change with the other texts in the batch (up to 0.04 per component). simkernel's own per-row int8 "
-        "is batch-independent: pip install onnx, then delete the model from the store and load it again.",
+        f"{why}: using the repo's published int8 file, onnxruntime dynamic quantisation, whose embeddings change with the other texts in the batch (up to 0.04 per component). simkernel's own per-row int8 is batch-independent: pip install onnx, then delete the model from the store and load it again.",
         stacklevel=4,
     )
-
-
-def _local_int8(folder: Path) -> dict | None:
-    """Write ``model_int8.onnx`` (+ ``_data``) in ``folder`` by per-row quantisation of its fp32 graph;
-    returns its manifest facts, or None (files removed, warning given) when it misses the accuracy check."""
-    import tempfile
-
-    target = folder / "model_int8.onnx"
-    written = (target, folder / "model_int8.onnx_data")
-    for stale in written:
-        stale.unlink(missing_ok=True)
-    with tempfile.TemporaryDirectory(dir=folder.parent) as tmp:
-        info, quantization = per_row_int8(folder / "model.onnx", target, Path(tmp), None)
-    info.update(externalize_weights(target), quantization=quantization)
-    fp32 = BundleTextEncoder(folder, threads=1, cache_size=0).encode(PROBE_TEXTS)
-    int8 = BundleTextEncoder(folder, precision="int8", threads=1, cache_size=0).encode(PROBE_TEXTS)
-    cosine = (fp32.astype("float64") * int8).sum(axis=1)
-    check = {"min_cosine_vs_fp32": float(cosine.min()), "probe_texts": len(PROBE_TEXTS)}
-    if not cosine.min() >= LOCAL_INT8_MIN_COSINE:
-        for path in written:
-            path.unlink(missing_ok=True)
-        _warn_batch_dependent(
-            f"simkernel's per-row int8 misses its check against fp32 (min cosine {cosine.min():.4f} < "
-            f"{LOCAL_INT8_MIN_COSINE})"
-        )
-        return None
-    return {**info, "parity_vs_fp32": check}

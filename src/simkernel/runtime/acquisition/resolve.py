@@ -23,8 +23,10 @@ import hashlib
 import os
 from pathlib import Path
 
+from simkernel._optional import TORCH_PIN
 from simkernel.errors import MissingDependencyError, ModelError, ModelNotFoundError
 from simkernel.runtime.acquisition import store
+from simkernel.runtime.acquisition.export import export_model
 from simkernel.runtime.acquisition.hub import (
     NoOnnxPublishedError,
     download_bundle,
@@ -32,16 +34,10 @@ from simkernel.runtime.acquisition.hub import (
     fetch_file,
     hub_settings,
 )
-from simkernel.runtime.acquisition.registry import DEFAULT_MODEL, canonical_id, known_model
+from simkernel.runtime.acquisition.hub_checkpoint import export_from_hub
+from simkernel.runtime.acquisition.registry import DEFAULT_MODEL, WEIGHT_FILES, canonical_id, known_model
 from simkernel.runtime.inference.bundle import PRECISIONS, check_precision, is_bundle
 from simkernel.runtime.inference.config import read_json, read_model_config
-
-WEIGHT_FILES = (
-    "model.safetensors",
-    "pytorch_model.bin",
-    "model.safetensors.index.json",
-    "pytorch_model.bin.index.json",
-)
 
 
 def _is_checkpoint(folder: Path) -> bool:
@@ -72,30 +68,21 @@ def _export_checkpoint(folder: Path, precision: str) -> Path:
     dest = store.model_dir(model_id)
     if (dest / PRECISIONS[precision]).is_file():
         return dest
-    try:
-        from simkernel.runtime.acquisition.export import export_model
-    except ImportError as exc:
-        raise MissingDependencyError(
-            f"{folder} is a checkpoint, not an ONNX bundle, and exporting it needs the export extra ({exc}). "
-            f"Install it with `pip install torch==2.13.0 'simkernel[export]'`, or export it elsewhere with "
-            f"`simkernel models export {folder} DST` and pass DST as model="
-        ) from exc
     with store.model_lock(model_id):
         if (dest / PRECISIONS[precision]).is_file():
             return dest
-        staging = store.new_staging_dir(model_id)
+        precisions = ("fp32", "int8") if precision == "int8" else "fp32"
         try:
-            precisions = ("fp32", "int8") if precision == "int8" else "fp32"
-            export_model(
-                folder, staging, precisions, model_id=model_id, source={"type": "local", "path": str(folder)}
-            )
-            store.verify_bundle(staging)
-            return store.publish_staging(staging, model_id, replace=True)
-        except BaseException:
-            import shutil
-
-            shutil.rmtree(staging, ignore_errors=True)
-            raise
+            with store.staged_bundle(model_id, locked=True) as staging:
+                export_model(
+                    folder, staging, precisions, model_id=model_id, source={"type": "local", "path": str(folder)}
+                )
+        except MissingDependencyError as exc:
+            reason = exc.__cause__ or exc
+            raise MissingDependencyError(
+                f"{folder} is a checkpoint, not an ONNX bundle, and exporting it needs the export extra ({reason}). Install it with `pip install {TORCH_PIN} 'simkernel[export]'`, or export it elsewhere with `simkernel models export {folder} DST` and pass DST as model="
+            ) from exc
+    return dest
 
 
 def resolve_model(
@@ -147,8 +134,6 @@ def resolve_model(
     except ModelError as exc:
         attempts.append(f"hub: {exc}")
         raise ModelNotFoundError(_message(text, attempts)) from None
-    from simkernel.runtime.acquisition.hub_checkpoint import export_from_hub
-
     try:
         return export_from_hub(model_id, precision=precision, token=token)
     except (ModelError, MissingDependencyError) as exc:

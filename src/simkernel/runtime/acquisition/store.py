@@ -27,9 +27,8 @@ from pathlib import Path
 
 from simkernel.errors import ModelError
 from simkernel.runtime.inference import file_lock
-from simkernel.runtime.inference.config import read_json
 from simkernel.runtime.inference.home import store_root
-from simkernel.runtime.inference.manifest import MANIFEST, file_sha256, verify_files
+from simkernel.runtime.inference.manifest import MANIFEST, file_sha256, read_manifest, verify_files
 
 __all__ = ["MANIFEST", "file_sha256", "store_root", "verify_bundle"]  # and the functions below
 
@@ -46,8 +45,7 @@ def _folder_name(model_id: str) -> str:
     )
     if bad:
         raise ModelError(
-            f"{model_id!r} is not a valid model id: use 'name' or 'org/name' as on the Hugging Face hub "
-            "(no '--', '..', backslashes or empty parts), or give the path of a local folder"
+            f"{model_id!r} is not a valid model id: use 'name' or 'org/name' as on the Hugging Face hub (no '--', '..', backslashes or empty parts), or give the path of a local folder"
         )
     return "--".join(parts)
 
@@ -141,32 +139,33 @@ def install_bundle(
     src = Path(src_dir)
     if not src.is_dir():
         raise ModelError(f"{src} is not a directory; give the folder of an exported bundle")
-    staging = new_staging_dir(model_id)
-    try:
+    with staged_bundle(model_id, replace, check_hashes) as staging:
         shutil.copytree(src, staging, dirs_exist_ok=True)
-        verify_bundle(staging, check_hashes=check_hashes)
-        with model_lock(model_id):
-            return publish_staging(staging, model_id, replace)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
+    return model_dir(model_id)
 
 
 @contextlib.contextmanager
-def staged_bundle(model_id: str, replace: bool = True, check_hashes: bool = True) -> Iterator[Path]:
-    """Build a bundle in place: yields an empty staging folder; on normal exit it is verified and
-    published as ``model_id`` (under the lock), on an exception it is deleted and nothing is published.
+def staged_bundle(
+    model_id: str, replace: bool = True, check_hashes: bool = True, *, locked: bool = False
+) -> Iterator[Path]:
+    """The one way a bundle enters the store: stage -> verify -> publish, or clean up.
 
-    Use it to write a bundle without a copy (the hub download and the exporter do)::
+    Yields an empty staging folder inside the store; on normal exit it is verified
+    (:func:`verify_bundle`, SHA-256 too when ``check_hashes``) and published as ``model_id``
+    (:func:`publish_staging`; ``model_dir(model_id)`` is then the bundle), on an exception it is
+    deleted and nothing is published. The model's lock is taken for the publication, unless ``locked``
+    says the caller already holds it (callers that check the store and build under one lock)::
 
-        with staged_bundle("org/name") as folder:
-            write_files(folder)
+        with model_lock("org/name"):
+            if not ready():
+                with staged_bundle("org/name", locked=True) as folder:
+                    write_files(folder)
     """
     staging = new_staging_dir(model_id)
     try:
         yield staging
         verify_bundle(staging, check_hashes=check_hashes)
-        with model_lock(model_id):
+        with contextlib.nullcontext() if locked else model_lock(model_id):
             publish_staging(staging, model_id, replace)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
@@ -192,12 +191,8 @@ def list_models() -> list[StoredModel]:
     for folder in sorted(p for p in models_root.iterdir() if p.is_dir()):
         onnx = tuple(sorted(p.name for p in folder.glob("*.onnx")))
         model_id = folder.name.replace("--", "/")
-        manifest_path = folder / MANIFEST
-        if manifest_path.is_file():
-            with contextlib.suppress(ModelError):
-                manifest = read_json(manifest_path)
-                if isinstance(manifest, dict) and manifest.get("id"):
-                    model_id = str(manifest["id"])
+        with contextlib.suppress(ModelError):
+            model_id = str(read_manifest(folder).get("id") or model_id)
         size = sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
         found.append(StoredModel(id=model_id, path=folder, onnx_files=onnx, bytes=size))
     return sorted(found, key=lambda m: m.id)

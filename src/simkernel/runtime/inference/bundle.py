@@ -58,15 +58,10 @@ def onnx_file(folder: Path, precision: str) -> Path:
     if not path.is_file():
         if precision == "int8":
             raise ModelError(
-                f"{path} is missing: this bundle has no int8 model. Build it with `simkernel models "
-                "prepare` (the "
-                f"default model) or `simkernel models export SRC {folder} --precision int8`, or use "
-                "precision='fp32'."
+                f"{path} is missing: this bundle has no int8 model. Build it with `simkernel models prepare` (the default model) or `simkernel models export SRC {folder} --precision int8`, or use precision='fp32'."
             )
         raise ModelError(
-            f"{path} is missing: the bundle is incomplete. Rebuild it with `simkernel models prepare` (the "
-            "default "
-            "model) or `simkernel models export SRC DST`, or delete the folder so it is downloaded again."
+            f"{path} is missing: the bundle is incomplete. Rebuild it with `simkernel models prepare` (the default model) or `simkernel models export SRC DST`, or delete the folder so it is downloaded again."
         )
     return path
 

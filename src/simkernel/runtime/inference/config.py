@@ -118,9 +118,7 @@ def read_json(path: Path) -> Any:
         return json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ModelError(
-            f"cannot read {path}: {exc}. The file is corrupt or unreadable; re-export or re-download the "
-            "model "
-            "(`simkernel models export SRC DST` or delete the folder and load the model again)."
+            f"cannot read {path}: {exc}. The file is corrupt or unreadable; re-export or re-download the model (`simkernel models export SRC DST` or delete the folder and load the model again)."
         ) from exc
 
 
@@ -183,9 +181,7 @@ def _activation(config: dict, num_labels: int) -> str:
         name = path.rsplit(".", 1)[-1]
         if name not in _ACTIVATIONS:
             raise ModelError(
-                f"the cross-encoder's config asks for activation {path!r}, which simkernel does not "
-                "implement "
-                f"(known: {', '.join('torch.nn.' + k for k in _ACTIVATIONS)})"
+                f"the cross-encoder's config asks for activation {path!r}, which simkernel does not implement (known: {', '.join('torch.nn.' + k for k in _ACTIVATIONS)})"
             )
         return _ACTIVATIONS[name]
     return "sigmoid" if num_labels == 1 else "identity"
@@ -217,10 +213,7 @@ def read_model_config(path: str | Path) -> ModelConfig:
     config_path = root / "config.json"
     if not config_path.is_file():
         raise ModelError(
-            f"{config_path} is missing: {root} is not a transformers/sentence-transformers checkpoint nor a "
-            "simkernel bundle. Point model= at the folder that holds config.json, or re-export the model "
-            "with "
-            "`simkernel models export SRC DST`."
+            f"{config_path} is missing: {root} is not a transformers/sentence-transformers checkpoint nor a simkernel bundle. Point model= at the folder that holds config.json, or re-export the model with `simkernel models export SRC DST`."
         )
     config = read_json(config_path)
     if not isinstance(config, dict):

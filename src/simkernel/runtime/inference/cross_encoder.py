@@ -70,9 +70,7 @@ class BundleCrossEncoder:
         config = read_model_config(folder)
         if config.kind != "cross-encoder":
             raise ModelError(
-                f"{model!r} is a bi-encoder (architectures {list(config.architectures)}): it embeds texts, "
-                "it does "
-                "not score pairs; use simkernel.TextEncoder and cosine similarity"
+                f"{model!r} is a bi-encoder (architectures {list(config.architectures)}): it embeds texts, it does not score pairs; use simkernel.TextEncoder and cosine similarity"
             )
         self._session, self._tokenizer = open_bundle(
             folder, config, precision, LOGITS_OUTPUTS, threads=threads, providers=providers
@@ -121,9 +119,7 @@ class BundleCrossEncoder:
                 out = run(batch.input_ids, batch.attention_mask, batch.token_type_ids)
                 if out.ndim != 2 or out.shape[1] != self.num_labels:
                     raise ModelError(
-                        f"{self._session.path} returned logits of shape {out.shape}, expected (batch, "
-                        f"{self.num_labels}); "
-                        "re-export the model with `simkernel models export SRC DST`"
+                        f"{self._session.path} returned logits of shape {out.shape}, expected (batch, {self.num_labels}); re-export the model with `simkernel models export SRC DST`"
                     )
                 return out
 

@@ -17,9 +17,7 @@ def check_texts(texts: Iterable[str]) -> list[str]:
     for index, item in enumerate(items):
         if not isinstance(item, str):
             raise TypeError(
-                f"texts[{index}] is {type(item).__name__} ({item!r:.60}), not str; every item must be a "
-                "string "
-                "(convert or drop it; use '' for an empty answer)"
+                f"texts[{index}] is {type(item).__name__} ({item!r:.60}), not str; every item must be a string (convert or drop it; use '' for an empty answer)"
             )
         check_unicode(item, f"texts[{index}]")
     return items
@@ -52,8 +50,7 @@ def check_pairs(pairs: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
         for side, item in ((0, a), (1, b)):
             if not isinstance(item, str):
                 raise TypeError(
-                    f"pairs[{index}][{side}] is {type(item).__name__} ({item!r:.60}), not str; "
-                    "every text must be a string"
+                    f"pairs[{index}][{side}] is {type(item).__name__} ({item!r:.60}), not str; every text must be a string"
                 )
             check_unicode(item, f"pairs[{index}][{side}]")
         items.append((a, b))

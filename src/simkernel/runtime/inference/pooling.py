@@ -78,8 +78,7 @@ def pool(token_embeddings: np.ndarray, attention_mask: np.ndarray, mode: str = "
     embeddings = np.asarray(token_embeddings, dtype=np.float32)
     if embeddings.ndim != 3 or attention_mask.shape != embeddings.shape[:2]:
         raise ValueError(
-            f"token embeddings must be (batch, seq, hidden) and the mask (batch, seq); got "
-            f"{embeddings.shape} and {attention_mask.shape}"
+            f"token embeddings must be (batch, seq, hidden) and the mask (batch, seq); got {embeddings.shape} and {attention_mask.shape}"
         )
     modes = mode.split("+")
     unknown = [m for m in modes if m not in _POOLERS]

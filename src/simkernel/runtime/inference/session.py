@@ -58,9 +58,7 @@ def validate_providers(providers: list[str] | tuple[str, ...] | None) -> list[st
     missing = [p for p in wanted if p not in available]
     if missing:
         raise ValueError(
-            f"execution provider(s) {missing} are not available in this onnxruntime build; available: "
-            f"{available}. Install the matching onnxruntime package (e.g. onnxruntime-gpu for CUDA) or "
-            "drop them."
+            f"execution provider(s) {missing} are not available in this onnxruntime build; available: {available}. Install the matching onnxruntime package (e.g. onnxruntime-gpu for CUDA) or drop them."
         )
     return list(providers)
 
@@ -98,9 +96,7 @@ class OnnxEncoderSession:
         chosen = validate_providers(providers)
         if not path.is_file():
             raise ModelError(
-                f"{path} is missing. Prepare the model with `simkernel models prepare` (the default model) "
-                "or "
-                "`simkernel models export SRC DST`, or delete the model folder so it is downloaded again."
+                f"{path} is missing. Prepare the model with `simkernel models prepare` (the default model) or `simkernel models export SRC DST`, or delete the model folder so it is downloaded again."
             )
         self.path = path
         self.threads = threads
@@ -115,10 +111,7 @@ class OnnxEncoderSession:
         extra = [n for n in self.input_names if n not in known]
         if "input_ids" not in self.input_names or extra or self.output_name is None:
             raise ModelError(
-                f"{path} has inputs {list(self.input_names)} and outputs {outputs}; simkernel needs inputs "
-                "among "
-                f"{sorted(known)} (input_ids required) and one of the outputs {list(output_names)}. "
-                "Re-export it with `simkernel models export SRC DST`."
+                f"{path} has inputs {list(self.input_names)} and outputs {outputs}; simkernel needs inputs among {sorted(known)} (input_ids required) and one of the outputs {list(output_names)}. Re-export it with `simkernel models export SRC DST`."
             )
         # data-parallel batches: CPU only (an accelerator runs one batch at a time anyway)
         self.workers = (threads or min(cpus, MAX_DEFAULT_WORKERS)) if self.providers == CPU_ONLY else 1
@@ -141,9 +134,7 @@ class OnnxEncoderSession:
             return ort.InferenceSession(str(self.path), sess_options=options, providers=providers)
         except Exception as exc:  # onnxruntime raises its own (Fail, InvalidProtobuf, ...) classes
             raise ModelError(
-                f"cannot load {self.path}: {exc}. The file is corrupt or truncated; re-export it "
-                "(`simkernel models export SRC DST`, `simkernel models prepare` for the default model) or "
-                "delete the model folder so it is downloaded again."
+                f"cannot load {self.path}: {exc}. The file is corrupt or truncated; re-export it (`simkernel models export SRC DST`, `simkernel models prepare` for the default model) or delete the model folder so it is downloaded again."
             ) from exc
 
     @property

@@ -83,15 +83,11 @@ class BundleTextEncoder:
         config = read_model_config(folder)
         if config.kind != "bi-encoder":
             raise ModelError(
-                f"{model!r} is a cross-encoder (architectures {list(config.architectures)}): it scores "
-                "pairs and "
-                "gives no embeddings; use simkernel.CrossEncoder for it"
+                f"{model!r} is a cross-encoder (architectures {list(config.architectures)}): it scores pairs and gives no embeddings; use simkernel.CrossEncoder for it"
             )
         if config.unsupported_modules:
             raise ModelError(
-                f"{model!r} has sentence-transformers modules {list(config.unsupported_modules)} that "
-                "simkernel "
-                "does not run (only Transformer, Pooling, Normalize); its embeddings would be wrong"
+                f"{model!r} has sentence-transformers modules {list(config.unsupported_modules)} that simkernel does not run (only Transformer, Pooling, Normalize); its embeddings would be wrong"
             )
         onnx_file(folder, precision)  # a missing graph fails here, not at the first text
         self._open = lambda: open_bundle(
@@ -215,8 +211,7 @@ class BundleTextEncoder:
             tokens = run(batch.input_ids, batch.attention_mask, batch.token_type_ids)
             if tokens.ndim != 3:
                 raise ModelError(
-                    f"{self._session.path} returned an output of shape {tokens.shape}, not token embeddings "
-                    "(batch, seq, hidden); re-export it with `simkernel models export SRC DST`"
+                    f"{self._session.path} returned an output of shape {tokens.shape}, not token embeddings (batch, seq, hidden); re-export it with `simkernel models export SRC DST`"
                 )
             pooled = pool(tokens, batch.attention_mask, self.config.pooling)
             return l2_normalize(pooled) if self.config.normalize else pooled

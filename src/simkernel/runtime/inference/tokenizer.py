@@ -51,8 +51,7 @@ class TextTokenizer:
         path = Path(path)
         if not path.is_file():
             raise ModelError(
-                f"{path} is missing: the model folder has no tokenizer.json. Re-export the model with "
-                "`simkernel models export SRC DST` (it writes tokenizer.json), or re-download it."
+                f"{path} is missing: the model folder has no tokenizer.json. Re-export the model with `simkernel models export SRC DST` (it writes tokenizer.json), or re-download it."
             )
         try:
             tokenizer = Tokenizer.from_file(str(path))

@@ -1,0 +1,92 @@
+"""Tracing a checkpoint into an ONNX graph with torch (the ``export`` extra, imported lazily), and the
+tokenizer and configuration files the bundle keeps from it."""
+
+from __future__ import annotations
+
+import shutil
+import time
+from pathlib import Path
+
+from simkernel._optional import import_optional
+from simkernel.errors import ModelError
+from simkernel.runtime.acquisition.graph_passes import warnings_silenced
+from simkernel.runtime.acquisition.registry import CONFIG_FILES
+from simkernel.runtime.inference.config import read_model_config
+
+OPSET = 17
+_FEATURE = "exporting a checkpoint to ONNX"
+
+
+def export_raw_graph(src: str | Path, path: str | Path) -> dict:
+    """Trace the checkpoint into an unoptimised fp32 ONNX graph at ``path``; returns export facts.
+
+    Bi-encoders output ``token_embeddings``, cross-encoders ``logits`` (see the module docstring).
+    """
+    torch = import_optional("torch", "export", _FEATURE)
+    transformers = import_optional("transformers", "export", _FEATURE)
+    import_optional("onnx", "export", _FEATURE)
+    src = Path(src)
+    config = read_model_config(src)
+    cross = config.kind == "cross-encoder"
+    auto = transformers.AutoModelForSequenceClassification if cross else transformers.AutoModel
+    try:
+        model = auto.from_pretrained(str(src), attn_implementation="eager").eval()
+    except (OSError, ValueError) as exc:
+        raise ModelError(f"transformers cannot load the checkpoint {src}: {exc}") from exc
+    input_names = ["input_ids", "attention_mask"] + (["token_type_ids"] if config.uses_token_type_ids else [])
+    output_name = "logits" if cross else "token_embeddings"
+
+    class Graph(torch.nn.Module):
+        def __init__(self, inner):
+            super().__init__()
+            self.inner = inner
+
+        def forward(self, *inputs):
+            out = self.inner(**dict(zip(input_names, inputs, strict=False)))
+            return out.logits if cross else out.last_hidden_state
+
+    # an example with padding, so no all-ones mask shortcut can be traced into the graph
+    ids = torch.full((2, 16), 1000, dtype=torch.long)
+    mask = torch.ones((2, 16), dtype=torch.long)
+    mask[1, 9:] = 0
+    example = (ids, mask, torch.zeros_like(ids))[: len(input_names)]
+    axes = {name: {0: "batch", 1: "sequence"} for name in input_names}
+    axes[output_name] = {0: "batch"} if cross else {0: "batch", 1: "sequence"}
+    start = time.perf_counter()
+    with torch.no_grad(), warnings_silenced():
+        torch.onnx.export(
+            Graph(model),
+            example,
+            str(path),
+            input_names=input_names,
+            output_names=[output_name],
+            dynamic_axes=axes,
+            opset_version=OPSET,
+            do_constant_folding=True,
+            dynamo=False,
+        )
+    return {
+        "exporter": "torch.onnx.export (TorchScript, dynamo=False)",
+        "opset": OPSET,
+        "attn_implementation": "eager",
+        "inputs": input_names,
+        "output": output_name,
+        "export_s": round(time.perf_counter() - start, 2),
+    }
+
+
+def copy_tokenizer_and_configs(src: Path, bundle: Path) -> None:
+    """Copy the checkpoint's tokenizer and configuration files into ``bundle``; a checkpoint with only a
+    slow tokenizer gets its ``tokenizer.json`` converted by transformers."""
+    for name in CONFIG_FILES:
+        if (src / name).is_file():
+            (bundle / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src / name, bundle / name)
+    if not (bundle / "tokenizer.json").is_file():  # only the slow tokenizer's files: convert them
+        transformers = import_optional("transformers", "export", _FEATURE)
+        tokenizer = transformers.AutoTokenizer.from_pretrained(str(src), use_fast=True)
+        if not getattr(tokenizer, "is_fast", False):
+            raise ModelError(
+                f"{src} has no tokenizer.json and transformers cannot build a fast tokenizer for it"
+            )
+        tokenizer.backend_tokenizer.save(str(bundle / "tokenizer.json"))
