@@ -122,8 +122,7 @@ def calibrate(
     marks = _numbers(labels, "labels", "label", hint="; leave unlabelled pairs out before calibrating")
     if values.size != marks.size:
         raise ValueError(
-            f"scores and labels must have one entry per pair; got {values.size} scores and "
-            f"{marks.size} labels"
+            f"scores and labels must have one entry per pair; got {values.size} scores and {marks.size} labels"
         )
     if values.size < 2:
         raise ValueError(f"calibration needs at least 2 labelled pairs, got {values.size}")
@@ -133,8 +132,7 @@ def calibrate(
     if positives in (0, values.size):
         which = "positive" if positives else "negative"
         raise ValueError(
-            f"every one of the {values.size} labels is {which} under label >= {cut:g} ({rule}); "
-            "calibration needs both classes: give labelled pairs of both kinds or change positive_from"
+            f"every one of the {values.size} labels is {which} under label >= {cut:g} ({rule}); calibration needs both classes: give labelled pairs of both kinds or change positive_from"
         )
     if isinstance(bootstrap, bool) or not isinstance(bootstrap, int) or bootstrap < 0:
         raise ValueError(f"bootstrap must be a whole number >= 0 (0: no interval), got {bootstrap!r}")
@@ -211,7 +209,6 @@ def _numbers(values, name: str, item: str, hint: str = "") -> np.ndarray:
     bad = np.flatnonzero(~np.isfinite(array))
     if bad.size:
         raise ValueError(
-            f"{name}[{bad[0]}] is {float(array[bad[0]])!r}, not a finite number "
-            f"({bad.size} such {item}{'s' if bad.size > 1 else ''}){hint}"
+            f"{name}[{bad[0]}] is {float(array[bad[0]])!r}, not a finite number ({bad.size} such {item}{'s' if bad.size > 1 else ''}){hint}"
         )
     return array

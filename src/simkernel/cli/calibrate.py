@@ -16,7 +16,6 @@ import time
 from simkernel.cli.errors import DataError
 from simkernel.cli.io import read_table
 from simkernel.cli.modes import DEFAULT_PRECISION, make_scorer
-from simkernel.cli.parser import DEFAULT_MODEL
 from simkernel.cli.score import (
     Inputs,
     check_columns,
@@ -25,6 +24,7 @@ from simkernel.cli.score import (
     read_inputs,
     score_in_chunks,
 )
+from simkernel.runtime.acquisition.registry import DEFAULT_MODEL
 
 FIXED_THRESHOLD = 0.7  # eval_lib's default, shown for comparison
 
@@ -43,8 +43,7 @@ def run_calibrate(args: argparse.Namespace) -> int:
     keep = [i for i, label in enumerate(inputs.labels or []) if label is not None]
     if len(keep) < 2:
         raise DataError(
-            f"{table.source} has {len(keep)} row(s) with a label in {args.label!r}; calibration needs at "
-            "least 2 labelled rows of both kinds"
+            f"{table.source} has {len(keep)} row(s) with a label in {args.label!r}; calibration needs at least 2 labelled rows of both kinds"
         )
     labelled = Inputs(
         predicted=[inputs.predicted[i] for i in keep],

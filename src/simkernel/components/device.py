@@ -160,8 +160,7 @@ class ComponentDevice:
             return ComponentDevice("cpu")
         if not callable(getattr(device, "to_dict", None)):
             raise ValueError(
-                f"Invalid component device type '{type(device).__name__}'. Must either be None or "
-                "ComponentDevice."
+                f"Invalid component device type '{type(device).__name__}'. Must either be None or ComponentDevice."
             )
         return device
 
