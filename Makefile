@@ -4,7 +4,7 @@ PYTHON ?= python3.11
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 
-.PHONY: demo test setup models bench lint clean sanitize
+.PHONY: demo test check setup models bench lint clean sanitize
 
 ## demo: set everything up if needed, prepare the embedded default model (offline; the test models are not
 ## needed), then score the example answers on it.
@@ -16,7 +16,16 @@ demo: setup
 test: models
 	bash scripts/run_tests.sh $(BIN)/python
 
-## setup: the virtual environment with the package (extension built) and its export/test/haystack/openvino extras.
+## check: the checks a maintainer relies on, as CI runs them before the tests: ruff lint, ruff format,
+## mypy on src/ (the package ships py.typed), and the import-layer contracts of pyproject.toml.
+check: setup
+	$(BIN)/ruff check src tests benchmarks scripts setup.py
+	$(BIN)/ruff format --check src tests benchmarks scripts setup.py
+	$(BIN)/mypy
+	$(BIN)/lint-imports
+
+## setup: the virtual environment with the package (extension built) and its export/test/haystack/
+## openvino/dev extras.
 setup: $(VENV)/.installed
 
 $(VENV)/.installed: pyproject.toml setup.py scripts/setup.sh
@@ -42,8 +51,7 @@ bench: models
 	for b in bench_kernels bench_encoder bench_sas bench_reference_match sas_accuracy; do \
 		$(BIN)/python benchmarks/$$b.py || exit 1; done
 
-lint:
-	$(BIN)/ruff check src tests benchmarks scripts setup.py
+lint: check
 
 clean:
 	rm -rf build src/simkernel/*.so src/simkernel/_cosine.c

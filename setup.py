@@ -48,7 +48,7 @@ extension = Extension(
     sources=sources,
     include_dirs=["csrc", np.get_include()],
     define_macros=define_macros,
-    depends=["csrc/simkernel.h", "csrc/drivers.h", "csrc/parallel.h"],
+    depends=["src/simkernel/_cosine.pxd", "csrc/simkernel.h", "csrc/drivers.h", "csrc/parallel.h"],
     extra_compile_args=extra_compile_args,
     extra_link_args=extra_link_args,
 )

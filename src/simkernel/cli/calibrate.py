@@ -40,7 +40,9 @@ def run_calibrate(args: argparse.Namespace) -> int:
     columns = columns_of(args)
     check_columns(table, columns, args)
     inputs = read_inputs(table, columns, args)
-    keep = [i for i, label in enumerate(inputs.labels or []) if label is not None]
+    all_labels = inputs.labels or []
+    keep = [i for i, label in enumerate(all_labels) if label is not None]
+    labels = [label for label in all_labels if label is not None]
     if len(keep) < 2:
         raise DataError(
             f"{table.source} has {len(keep)} row(s) with a label in {args.label!r}; calibration needs at least 2 labelled rows of both kinds"
@@ -48,7 +50,7 @@ def run_calibrate(args: argparse.Namespace) -> int:
     labelled = Inputs(
         predicted=[inputs.predicted[i] for i in keep],
         targets=[inputs.targets[i] for i in keep],
-        labels=[inputs.labels[i] for i in keep],
+        labels=[all_labels[i] for i in keep],
     )
     scorer = make_scorer(args)
     scorer.load()
@@ -58,7 +60,7 @@ def run_calibrate(args: argparse.Namespace) -> int:
     try:
         result = calibrate(
             scores,
-            labelled.labels,
+            labels,
             positive_from=args.positive_from,
             bootstrap=args.bootstrap,
             seed=args.seed,
@@ -67,7 +69,7 @@ def run_calibrate(args: argparse.Namespace) -> int:
         )
     except ValueError as exc:
         raise DataError(f"{table.source}: {exc}") from None
-    positive = [label >= result.positive_from for label in labelled.labels]
+    positive = [label >= result.positive_from for label in labels]
     fixed = stats_of(scores, positive, FIXED_THRESHOLD)
     if args.output_json:
         _write_json(result.to_dict(), args.output_json)

@@ -34,7 +34,7 @@ def run_models(args: argparse.Namespace) -> int:
 
 def _list(args: argparse.Namespace) -> None:
     stored = {canonical_id(m.id): m for m in store.list_models()}
-    rows = [("model", "kind", "dim", "languages", "in store", "notes")]
+    rows: list[tuple[str, ...]] = [("model", "kind", "dim", "languages", "in store", "notes")]
     for known in KNOWN_MODELS:
         entry = stored.pop(known.id, None)
         note = ("default; " if known.id == DEFAULT_MODEL else "") + known.description.removeprefix(
@@ -209,11 +209,12 @@ def _print_files(folder: Path, manifest: dict[str, Any] | None = None) -> None:
 
 
 def _size(n: int) -> str:
+    size = float(n)
     for unit in ("B", "KB", "MB", "GB"):
-        if n < 1024 or unit == "GB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return str(n)  # pragma: no cover
+        if size < 1024 or unit == "GB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return str(size)  # pragma: no cover
 
 
 def _compact(value: Any) -> str:

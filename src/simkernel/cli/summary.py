@@ -60,10 +60,10 @@ class Summary:
                 )
             else:
                 out.append(f"  vs {self.label_column!r}  no row has a label; no correlation")
-        rate = f", {self.rows_per_s:,.0f} rows/s" if self.rows_per_s else ""
+        speed = f", {self.rows_per_s:,.0f} rows/s" if self.rows_per_s else ""
         out.append(
             f"  time        {self.elapsed_s:.2f} s in all: model load {self.load_s:.2f} s, "
-            f"scoring {self.score_s:.2f} s{rate}"
+            f"scoring {self.score_s:.2f} s{speed}"
         )
         out.append(f"  output      {'stdout' if self.output == '-' else self.output}")
         out.extend(f"  note        {note}" for note in self.notes)

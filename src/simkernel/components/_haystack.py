@@ -96,7 +96,7 @@ def _build_sockets(instance: Any, kind: str) -> Any:
     cls = type(instance)
     _register_now(cls)  # Haystack is imported: make sure loads() can find the class as well
     if kind == "input":
-        sockets = {}
+        sockets: dict[str, Any] = {}
         for name, type_, default in _run_parameters(cls.run):
             kwargs = {} if default is inspect.Parameter.empty else {"default_value": default}
             sockets[name] = InputSocket(name=name, type=type_, **kwargs)

@@ -83,6 +83,7 @@ class ComponentDevice:
     """
 
     __slots__ = ("_device",)
+    _device: str
 
     def __init__(self, device: str) -> None:
         """``device``: a device string; prefer :meth:`from_str`."""
@@ -176,7 +177,7 @@ class ComponentDevice:
         return f"ComponentDevice.from_str({self._device!r})"
 
 
-def haystack_component_device_class() -> type | None:
+def haystack_component_device_class() -> Any:
     """Haystack's ``ComponentDevice`` class when Haystack's device module is imported, else ``None``."""
     module = sys.modules.get(HAYSTACK_DEVICE_MODULE)
     return getattr(module, "ComponentDevice", None) if module is not None else None

@@ -130,6 +130,7 @@ async def _score_local_metrics(cases: list[Any], metrics: list[Any]) -> dict[int
             scored = [i for i, p in enumerate(plan) if isinstance(p, tuple)]
             out: list[Any] = list(plan)
             if scored:
+                assert embeddings is not None  # a plan with scored cases put their texts in row_of
                 counts = np.array([len(plan[i][1]) for i in scored], dtype=np.int64)
                 offsets = np.concatenate(([0], np.cumsum(counts)))
                 query_rows = np.array([plan[i][0] for i in scored], dtype=np.int64)

@@ -16,6 +16,7 @@ result is well inside that (it is what makes scoring 500 cases a single native c
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 
@@ -35,7 +36,7 @@ class GroupScores:
     offsets: np.ndarray
 
 
-def reduce_kind(aggregation: str) -> str:
+def reduce_kind(aggregation: str) -> Literal["max", "mean"]:
     """The kernel reduction for an eval_lib aggregation: "max" only for exactly "max", else "mean"."""
     return "max" if aggregation == "max" else "mean"
 

@@ -59,7 +59,7 @@ def _check_threshold(threshold: Any, provider: EmbeddingProvider) -> tuple[float
         )
     if math.isnan(threshold):
         raise ValueError("threshold must be a number, got NaN")
-    return threshold, "threshold= argument"
+    return float(threshold), "threshold= argument"
 
 
 def _check_references(references: Any) -> list[str]:

@@ -207,7 +207,7 @@ class SASEvaluator:
         """The runtime model: the process-wide shared instance on the CPU, a private one on another device."""
         from simkernel import runtime
 
-        options = {"precision": self._precision, "threads": self._threads, "token": token}
+        options: dict[str, Any] = {"precision": self._precision, "threads": self._threads, "token": token}
         if not is_cross_encoder:  # a cross-encoder scores pairs: it has no embeddings to cache
             options["cache_dir"] = self._cache_dir
         if providers is None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import shutil
 import time
 from pathlib import Path
+from typing import Any
 
 from simkernel._optional import import_optional
 from simkernel.errors import ModelError
@@ -36,7 +37,9 @@ def export_raw_graph(src: str | Path, path: str | Path) -> dict:
     input_names = ["input_ids", "attention_mask"] + (["token_type_ids"] if config.uses_token_type_ids else [])
     output_name = "logits" if cross else "token_embeddings"
 
-    class Graph(torch.nn.Module):
+    module_base: Any = torch.nn.Module
+
+    class Graph(module_base):
         def __init__(self, inner):
             super().__init__()
             self.inner = inner

@@ -128,7 +128,7 @@ def _optional_json(path: Path) -> Any:
 
 def is_cross_encoder_architecture(architectures: list[str] | tuple[str, ...] | None) -> bool:
     """Haystack's rule: a cross-encoder iff an architecture name ends with ``ForSequenceClassification``."""
-    return bool(architectures) and any(a.endswith("ForSequenceClassification") for a in architectures)
+    return any(a.endswith("ForSequenceClassification") for a in architectures or ())
 
 
 def _module_type_name(entry: dict) -> str:

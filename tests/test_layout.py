@@ -1,0 +1,90 @@
+"""The house rules of the source tree, checked by the suite as well as by `make check`: small modules,
+layers that only point down (the import-linter contracts in pyproject.toml), and error messages a user
+can grep for (one string literal each, never implicitly concatenated pieces)."""
+
+from __future__ import annotations
+
+import ast
+import io
+import os
+import subprocess
+import sys
+import tokenize
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SRC = ROOT / "src" / "simkernel"
+MAX_LINES = 400
+MODULE_SUFFIXES = (".py", ".pyx", ".pxd", ".pyi")
+
+
+def _modules() -> list[Path]:
+    found = sorted(p for p in SRC.rglob("*") if p.suffix in MODULE_SUFFIXES)
+    assert len(found) > 40, f"found only {len(found)} modules under {SRC}"
+    return found
+
+
+def test_no_module_over_400_lines():
+    sizes = {
+        p.relative_to(ROOT).as_posix(): len(p.read_text(encoding="utf-8").splitlines()) for p in _modules()
+    }
+    too_long = {name: n for name, n in sizes.items() if n > MAX_LINES}
+    assert not too_long, f"modules over {MAX_LINES} lines (split them by job): {too_long}"
+
+
+def test_import_contracts_hold():
+    """lint-imports: the layer order and no import cycle (contracts in pyproject.toml)."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "src") + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    code = "import sys; from importlinter.cli import lint_imports; sys.exit(lint_imports(no_cache=True, no_logo=True))"
+    run = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "0 broken" in run.stdout and "kept" in run.stdout, run.stdout
+
+
+def _implicit_concatenations(source: str) -> list[tuple[int, int]]:
+    """(first line, last line) of each run of adjacent string literals (implicit concatenation)."""
+    runs, current = [], []
+    for token in tokenize.generate_tokens(io.StringIO(source).readline):
+        if token.type == tokenize.STRING:
+            current.append(token)
+        elif token.type in (tokenize.NL, tokenize.COMMENT) and current:
+            continue
+        else:
+            if len(current) > 1:
+                runs.append((current[0].start[0], current[-1].end[0]))
+            current = []
+    return runs
+
+
+def _message_spans(tree: ast.AST) -> list[tuple[int, int]]:
+    """Line spans of raise statements and of calls that build an error or a warning."""
+    spans = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Raise) and node.exc is not None:
+            spans.append((node.lineno, node.end_lineno or node.lineno))
+        elif isinstance(node, ast.Call):
+            func = node.func
+            name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+            if name.endswith(("Error", "Exception", "Warning")) or name == "warn":
+                spans.append((node.lineno, node.end_lineno or node.lineno))
+    return spans
+
+
+def test_error_messages_are_whole_literals():
+    split = []
+    for path in (p for p in _modules() if p.suffix == ".py"):
+        source = path.read_text(encoding="utf-8")
+        spans = _message_spans(ast.parse(source))
+        for first, last in _implicit_concatenations(source):
+            if any(start <= first and last <= end for start, end in spans):
+                split.append(f"{path.relative_to(ROOT)}:{first}")
+    assert not split, (
+        f"error messages split into implicitly concatenated pieces (make each one literal): {split}"
+    )
+
+
+def test_the_message_check_finds_a_split_message():
+    source = 'def f():\n    raise ValueError(\n        "half of a "\n        "message"\n    )\n'
+    spans = _message_spans(ast.parse(source))
+    assert _implicit_concatenations(source) == [(3, 4)]
+    assert any(start <= 3 and 4 <= end for start, end in spans)
