@@ -89,8 +89,7 @@ def _export(args: argparse.Namespace) -> None:
     dst = Path(args.dst)
     if not args.overwrite and dst.exists() and (not dst.is_dir() or any(dst.iterdir())):
         raise DataError(
-            f"DST {args.dst!r} already exists and is not empty; choose another folder, or pass --overwrite "
-            "to replace it"
+            f"DST {args.dst!r} already exists and is not empty; choose another folder, or pass --overwrite to replace it"
         )
     from simkernel.runtime.acquisition.export import export_model
     from simkernel.runtime.acquisition.hub_checkpoint import downloaded_checkpoint
