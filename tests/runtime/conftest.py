@@ -12,7 +12,9 @@ import csv
 from pathlib import Path
 
 import pytest
-from runtime_helpers import DEFAULT_MODEL, SPECIAL_TEXTS
+from runtime_helpers import SPECIAL_TEXTS
+
+from simkernel.runtime.acquisition.registry import DEFAULT_MODEL
 
 
 @pytest.fixture(scope="session")

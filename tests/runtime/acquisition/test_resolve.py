@@ -7,10 +7,11 @@ import sys
 
 import numpy as np
 import pytest
-from runtime_helpers import DEFAULT_MODEL, SPECIAL_TEXTS, make_tiny_bi_encoder
+from runtime_helpers import SPECIAL_TEXTS, make_tiny_bi_encoder
 
 from simkernel.errors import MissingDependencyError, ModelNotFoundError
 from simkernel.runtime import get_text_encoder, model_architectures
+from simkernel.runtime.acquisition.registry import DEFAULT_MODEL
 from simkernel.runtime.acquisition.resolve import local_export_id, resolve_model
 from simkernel.runtime.shared import clear_shared_instances
 
