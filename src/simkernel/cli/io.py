@@ -181,8 +181,7 @@ def _parse_jsonl(text: str, source: str) -> Table:
             ) from None
         if "\\u" in line and _has_lone_surrogate(row):
             raise DataError(
-                f"{source} line {number}: a \\u escape gives a lone surrogate (U+D800-U+DFFF without its "
-                "pair), which is not Unicode text; fix that escape"
+                f"{source} line {number}: a \\u escape gives a lone surrogate (U+D800-U+DFFF without its pair), which is not Unicode text; fix that escape"
             )
         if not isinstance(row, dict):
             raise DataError(

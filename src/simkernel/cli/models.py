@@ -83,8 +83,7 @@ def _export(args: argparse.Namespace) -> None:
     hub_id = None if src.is_dir() else args.src
     if hub_id is not None and (looks_like_path(hub_id) or hub_id.count("/") != 1):
         raise DataError(
-            f"SRC {args.src!r} is not a folder (nor a hub id, ORG/NAME); give a sentence-transformers or "
-            "transformers checkpoint folder, or the hub repository that publishes one"
+            f"SRC {args.src!r} is not a folder (nor a hub id, ORG/NAME); give a sentence-transformers or transformers checkpoint folder, or the hub repository that publishes one"
         )
     dst = Path(args.dst)
     if not args.overwrite and dst.exists() and (not dst.is_dir() or any(dst.iterdir())):

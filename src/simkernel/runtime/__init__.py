@@ -32,7 +32,7 @@ _LAZY = {
     "get_text_encoder": "simkernel.runtime.shared",
     "get_cross_encoder": "simkernel.runtime.shared",
     "clear_shared_instances": "simkernel.runtime.shared",
-    "capabilities": "simkernel.runtime.inference.bf16",
+    "capabilities": "simkernel.runtime.inference.bundle",
     "read_model_config": "simkernel.runtime.inference.config",
     "ModelConfig": "simkernel.runtime.inference.config",
     "model_architectures": "simkernel.runtime.acquisition.resolve",
@@ -44,7 +44,7 @@ __all__ = list(_LAZY)
 if TYPE_CHECKING:  # pragma: no cover
     from simkernel.runtime.acquisition.resolve import model_architectures, resolve_model  # noqa: F401
     from simkernel.runtime.encoders import CrossEncoder, TextEncoder  # noqa: F401
-    from simkernel.runtime.inference.bf16 import capabilities  # noqa: F401
+    from simkernel.runtime.inference.bundle import capabilities  # noqa: F401
     from simkernel.runtime.inference.config import ModelConfig, read_model_config  # noqa: F401
     from simkernel.runtime.shared import clear_shared_instances, get_cross_encoder, get_text_encoder  # noqa: F401
 

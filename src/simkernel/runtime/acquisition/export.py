@@ -79,7 +79,9 @@ def _precisions(precision: str | Iterable[str]) -> tuple[str, ...]:
     chosen = (precision,) if isinstance(precision, str) else tuple(precision)
     bad = [p for p in chosen if p not in EXPORTED_PRECISIONS]
     if "bf16" in bad:
-        raise ValueError("precision='bf16' needs no export: it runs the fp32 model.onnx on OpenVINO; export 'fp32'")
+        raise ValueError(
+            "precision='bf16' needs no export: it runs the fp32 model.onnx on OpenVINO; export 'fp32'"
+        )
     if not chosen or bad:
         raise ValueError(f"precision must be 'fp32', 'int8' or a tuple of them, got {precision!r}")
     return tuple(dict.fromkeys(chosen))

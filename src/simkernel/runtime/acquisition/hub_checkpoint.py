@@ -64,10 +64,9 @@ def download_checkpoint(repo: str, revision: str, settings: dict, dest: Path) ->
                 found = [(weights, name)]
                 break
         if not found:
+            where = " in the HF cache (HF_HUB_OFFLINE=1)" if settings["offline"] else ""
             raise ModelError(
-                f"{settings['endpoint']}/{repo} (revision {revision}) publishes neither an ONNX graph nor "
-                f"checkpoint weights ({SAFETENSORS_INDEX}, {' or '.join(WEIGHTS)})"
-                + (" in the HF cache (HF_HUB_OFFLINE=1)" if settings["offline"] else "")
+                f"{settings['endpoint']}/{repo} (revision {revision}) publishes neither an ONNX graph nor checkpoint weights ({SAFETENSORS_INDEX}, {' or '.join(WEIGHTS)}){where}"
             )
         commit = commit_of(found[0][0], revision)  # everything else at exactly the same commit
         if index is not None:

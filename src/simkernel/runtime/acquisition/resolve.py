@@ -75,7 +75,11 @@ def _export_checkpoint(folder: Path, precision: str) -> Path:
         try:
             with store.staged_bundle(model_id, locked=True) as staging:
                 export_model(
-                    folder, staging, precisions, model_id=model_id, source={"type": "local", "path": str(folder)}
+                    folder,
+                    staging,
+                    precisions,
+                    model_id=model_id,
+                    source={"type": "local", "path": str(folder)},
                 )
         except MissingDependencyError as exc:
             reason = exc.__cause__ or exc
@@ -181,8 +185,7 @@ def _hub_architectures(model_id: str, token: str | None = None) -> list[str]:
         cached = fetch_file(repo, "config.json", revision, settings)
     except Exception as exc:
         raise ModelNotFoundError(
-            f"cannot find model {model_id!r}: not in the store ({folder_hint(model_id)}) and "
-            f"{explain_failure(repo, revision, settings, exc)}"
+            f"cannot find model {model_id!r}: not in the store ({folder_hint(model_id)}) and {explain_failure(repo, revision, settings, exc)}"
         ) from exc
     if cached is None:
         raise ModelNotFoundError(f"cannot find model {model_id!r}: {repo} has no config.json")

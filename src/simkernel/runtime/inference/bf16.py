@@ -73,14 +73,11 @@ def require_bf16() -> None:
     reason = cpu_bf16_reason()
     if reason is not None:
         raise PrecisionUnavailableError(
-            f"precision='bf16' is not available: {reason}. OpenVINO would silently compute in fp32 instead, "
-            "so simkernel refuses. Use precision='int8' (faster, slightly less exact) or "
-            f"precision='fp32' (the reference numbers). Check a machine with: {CHECK_COMMAND}"
+            f"precision='bf16' is not available: {reason}. OpenVINO would silently compute in fp32 instead, so simkernel refuses. Use precision='int8' (faster, slightly less exact) or precision='fp32' (the reference numbers). Check a machine with: {CHECK_COMMAND}"
         )
     if openvino_reason() is not None:
         raise MissingDependencyError(
-            "precision='bf16' runs the model on OpenVINO, and the Python package 'openvino' is not "
-            f"installed. Install it with: {OPENVINO_INSTALL}"
+            f"precision='bf16' runs the model on OpenVINO, and the Python package 'openvino' is not installed. Install it with: {OPENVINO_INSTALL}"
         )
 
 
@@ -93,22 +90,3 @@ def _cpu_name() -> str:
     except OSError:
         pass
     return platform.processor() or platform.machine() or "unknown CPU"
-
-
-ENGINES = {"fp32": "onnxruntime", "int8": "onnxruntime", "bf16": "openvino"}
-
-
-def capabilities() -> dict:
-    """Which precisions run on this machine: ``{"cpu": {"avx512_bf16": bool, "amx_bf16": bool},
-    "precisions": {name: {"available": bool, "reason": str | None, "engine": str, "file": str}}}``;
-    ``reason`` says why an unavailable one cannot run (e.g. what the CPU lacks), ``file`` is the bundle's
-    ONNX file it runs (bf16 runs the fp32 ``model.onnx``). ``simkernel.kernels.capabilities()`` has the
-    kernel's side (SIMD backends, threads)."""
-    from simkernel.runtime.inference.bundle import PRECISIONS  # bundle imports this module
-
-    status = bf16_status()
-    precisions = {}
-    for name, file in PRECISIONS.items():
-        available, reason = (status["available"], status["reason"]) if name == "bf16" else (True, None)
-        precisions[name] = {"available": available, "reason": reason, "engine": ENGINES[name], "file": file}
-    return {"cpu": status["cpu"], "precisions": precisions}

@@ -9,12 +9,16 @@ A bundle (written by :mod:`simkernel.runtime.acquisition`) keeps ``model.onnx`` 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from simkernel.errors import ModelError
-from simkernel.runtime.inference.bf16 import require_bf16
+from simkernel.runtime.inference.bf16 import bf16_status, require_bf16
 from simkernel.runtime.inference.manifest import check_bundle, manifest_entries, read_manifest
 from simkernel.runtime.inference.session import OnnxEncoderSession
 from simkernel.runtime.inference.tokenizer import TextTokenizer
+
+if TYPE_CHECKING:  # pragma: no cover
+    from simkernel.runtime.inference.openvino_session import OpenVinoEncoderSession
 
 PRECISIONS = {"fp32": "model.onnx", "int8": "model_int8.onnx", "bf16": "model.onnx"}
 # OpenVINO's inference precision for precision="bf16". Tests set "f32" (with the CPU check passed) to run
@@ -92,12 +96,13 @@ def open_bundle(
     if precision == "bf16":
         if providers not in (None, [], (), ["CPUExecutionProvider"], ("CPUExecutionProvider",)):
             raise ValueError(
-                f"providers={providers!r} applies to onnxruntime (fp32, int8); precision='bf16' runs on "
-                "OpenVINO's CPU plugin: drop providers, or use precision='fp32' with them"
+                f"providers={providers!r} applies to onnxruntime (fp32, int8); precision='bf16' runs on OpenVINO's CPU plugin: drop providers, or use precision='fp32' with them"
             )
         from simkernel.runtime.inference.openvino_session import OpenVinoEncoderSession
 
-        session = OpenVinoEncoderSession(path, outputs, threads=threads, inference_precision=BF16_INFERENCE)
+        session: OnnxEncoderSession | OpenVinoEncoderSession = OpenVinoEncoderSession(
+            path, outputs, threads=threads, inference_precision=BF16_INFERENCE
+        )
     else:
         optimization = session_optimization(folder, path.name)
         session = OnnxEncoderSession(
@@ -112,3 +117,20 @@ def open_bundle(
         padding_side=config.padding_side,
     )
     return session, tokenizer
+
+
+ENGINES = {"fp32": "onnxruntime", "int8": "onnxruntime", "bf16": "openvino"}
+
+
+def capabilities() -> dict:
+    """Which precisions run on this machine: ``{"cpu": {"avx512_bf16": bool, "amx_bf16": bool},
+    "precisions": {name: {"available": bool, "reason": str | None, "engine": str, "file": str}}}``;
+    ``reason`` says why an unavailable one cannot run (e.g. what the CPU lacks), ``file`` is the bundle's
+    ONNX file it runs (bf16 runs the fp32 ``model.onnx``). ``simkernel.kernels.capabilities()`` has the
+    kernel's side (SIMD backends, threads)."""
+    status = bf16_status()
+    precisions = {}
+    for name, file in PRECISIONS.items():
+        available, reason = (status["available"], status["reason"]) if name == "bf16" else (True, None)
+        precisions[name] = {"available": available, "reason": reason, "engine": ENGINES[name], "file": file}
+    return {"cpu": status["cpu"], "precisions": precisions}

@@ -33,8 +33,7 @@ def check_unicode(text: str, where: str) -> None:
         text.encode("utf-8")
     except UnicodeEncodeError as exc:
         raise ValueError(
-            f"{where} holds a lone surrogate U+{ord(text[exc.start]):04X} at position {exc.start}, which is "
-            "not valid Unicode text; repair it, e.g. text.encode('utf-8', 'replace').decode('utf-8')"
+            f"{where} holds a lone surrogate U+{ord(text[exc.start]):04X} at position {exc.start}, which is not valid Unicode text; repair it, e.g. text.encode('utf-8', 'replace').decode('utf-8')"
         ) from None
 
 

@@ -106,8 +106,7 @@ class OpenVinoEncoderSession:
             require_bf16()  # before anything is loaded: a CPU without bf16 gets the clear error
         if not path.is_file():
             raise ModelError(
-                f"{path} is missing. Prepare the model with `simkernel models prepare` (the default model) "
-                "or `simkernel models export SRC DST`, or delete the model folder so it is downloaded again."
+                f"{path} is missing. Prepare the model with `simkernel models prepare` (the default model) or `simkernel models export SRC DST`, or delete the model folder so it is downloaded again."
             )
         self.path = path
         self.threads = threads
@@ -122,9 +121,7 @@ class OpenVinoEncoderSession:
         extra = [n for n in self.input_names if n not in _KNOWN_INPUTS]
         if "input_ids" not in self.input_names or extra or self.output_name is None:
             raise ModelError(
-                f"{path} has inputs {list(self.input_names)} and outputs {outputs}; simkernel needs inputs "
-                f"among {sorted(_KNOWN_INPUTS)} (input_ids required) and one of the outputs "
-                f"{list(output_names)}. Re-export it with `simkernel models export SRC DST`."
+                f"{path} has inputs {list(self.input_names)} and outputs {outputs}; simkernel needs inputs among {sorted(_KNOWN_INPUTS)} (input_ids required) and one of the outputs {list(output_names)}. Re-export it with `simkernel models export SRC DST`."
             )
         self._check_precision(compiled)
         self._main = _Compiled(compiled, compiled.output(self.output_name))
@@ -134,10 +131,7 @@ class OpenVinoEncoderSession:
         tolerance = CONVERSION_TOLERANCE[inference_precision]
         if not self.conversion_error <= tolerance:
             raise ModelError(
-                f"OpenVINO does not compute {path} as onnxruntime does: relative error "
-                f"{self.conversion_error:.3g} on a probe batch (at most {tolerance} expected in "
-                f"{inference_precision}); an operator of this graph is converted wrongly. Use "
-                "precision='fp32' or 'int8' (onnxruntime) for this model."
+                f"OpenVINO does not compute {path} as onnxruntime does: relative error {self.conversion_error:.3g} on a probe batch (at most {tolerance} expected in {inference_precision}); an operator of this graph is converted wrongly. Use precision='fp32' or 'int8' (onnxruntime) for this model."
             )
         self.workers = threads or min(cpus, MAX_DEFAULT_WORKERS)
         self._twin: _Compiled | None = None
@@ -162,9 +156,7 @@ class OpenVinoEncoderSession:
             return core.compile_model(str(self.path), "CPU", config)
         except Exception as exc:  # OpenVINO raises RuntimeError subclasses of its own
             raise ModelError(
-                f"cannot load {self.path} with OpenVINO: {str(exc).strip().splitlines()[0][:300]}. The file "
-                "is corrupt or truncated; re-export it (`simkernel models export SRC DST`, `simkernel models "
-                "prepare` for the default model) or delete the model folder so it is downloaded again."
+                f"cannot load {self.path} with OpenVINO: {str(exc).strip().splitlines()[0][:300]}. The file is corrupt or truncated; re-export it (`simkernel models export SRC DST`, `simkernel models prepare` for the default model) or delete the model folder so it is downloaded again."
             ) from exc
 
     def _check_precision(self, compiled) -> None:
@@ -172,9 +164,7 @@ class OpenVinoEncoderSession:
         got = compiled.get_property("INFERENCE_PRECISION_HINT").get_type_name()
         if got != self.inference_precision:
             raise PrecisionUnavailableError(
-                f"OpenVINO compiled {self.path} for {got} although {self.inference_precision} was asked "
-                "for: this CPU or operating system does not let OpenVINO use native bf16. Use "
-                "precision='int8' (faster, slightly less exact) or precision='fp32'."
+                f"OpenVINO compiled {self.path} for {got} although {self.inference_precision} was asked for: this CPU or operating system does not let OpenVINO use native bf16. Use precision='int8' (faster, slightly less exact) or precision='fp32'."
             )
 
     @property
@@ -217,6 +207,7 @@ class OpenVinoEncoderSession:
         return self._main
 
     def _run_on_twin(self, input_ids, attention_mask, token_type_ids) -> np.ndarray:
+        assert self._twin is not None  # made by map_batches before any batch runs on it
         return self._twin.infer(self._feeds(input_ids, attention_mask, token_type_ids))
 
     def map_batches(self, job: Callable[[RunBatch, Item], Result], batches: Sequence[Item]) -> list[Result]:
