@@ -37,8 +37,7 @@ def parse_threshold(value: object) -> float | str:
             value = float(text)
         except ValueError:
             raise ValueError(
-                f"threshold {text!r} is neither a number nor 'calibrated'; give e.g. 0.7, or 'calibrated' "
-                "for the threshold calibrated on human labels for the model"
+                f"threshold {text!r} is neither a number nor 'calibrated'; give e.g. 0.7, or 'calibrated' for the threshold calibrated on human labels for the model"
             ) from None
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise TypeError(f"threshold must be a number or 'calibrated', got {type(value).__name__}: {value!r}")
@@ -56,12 +55,10 @@ def calibrated_threshold(model: object, precision: str) -> Threshold:
 
     known = known_model(model) if isinstance(model, str) else None
     entry = known.calibrated_threshold(precision) if known is not None else None
-    if entry is None:
+    if known is None or entry is None:
         having = sorted({m.id for m in KNOWN_MODELS if m.calibrated})
         raise ValueError(
-            f"model {model!r} has no calibrated threshold for {precision} (models with one: "
-            f"{', '.join(having) or 'none'}); pass a number instead, e.g. threshold=0.7, or find one "
-            "for your data with `simkernel calibrate FILE --label COL`"
+            f"model {model!r} has no calibrated threshold for {precision} (models with one: {', '.join(having) or 'none'}); pass a number instead, e.g. threshold=0.7, or find one for your data with `simkernel calibrate FILE --label COL`"
         )
     return Threshold(
         entry.threshold,

@@ -7,7 +7,7 @@ import argparse
 
 from simkernel.cli.errors import UsageError
 from simkernel.cli.modes import DEFAULT_PRECISION
-from simkernel.cli.parser import DEFAULT_MODEL
+from simkernel.runtime.acquisition.registry import DEFAULT_MODEL
 
 DEFAULT_REFERENCE_THRESHOLD = 0.7  # eval_lib's ReferenceMatchMetric default
 

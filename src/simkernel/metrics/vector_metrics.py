@@ -47,15 +47,13 @@ def _check_threshold(threshold: Any, provider: EmbeddingProvider) -> tuple[float
 
         if not isinstance(provider, LocalEmbeddingProvider):
             raise ValueError(
-                f"threshold='calibrated' needs a local model with a calibrated threshold; {provider!r} has "
-                "none: pass a number, e.g. threshold=0.7"
+                f"threshold='calibrated' needs a local model with a calibrated threshold; {provider!r} has none: pass a number, e.g. threshold=0.7"
             )
         resolved = calibrated_threshold(provider.model_id, provider.precision)
         return resolved.value, resolved.source
     if isinstance(threshold, bool) or not isinstance(threshold, numbers.Real):
         raise TypeError(
-            f"threshold must be a number (the minimum passing score, 0.0 to 1.0) or 'calibrated', "
-            f"got {threshold!r}"
+            f"threshold must be a number (the minimum passing score, 0.0 to 1.0) or 'calibrated', got {threshold!r}"
         )
     if math.isnan(threshold):
         raise ValueError("threshold must be a number, got NaN")

@@ -24,10 +24,15 @@ the lowest passing score, and how many times the model was loaded in how many pr
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import pytest
 
 from simkernel.pytest_plugin.settings import read_settings
 from simkernel.pytest_plugin.tally import RECORD_KEY, Tally
+
+if TYPE_CHECKING:  # pragma: no cover
+    from simkernel.pytest_plugin.semantic import Engine
 
 _STATE = pytest.StashKey["SemanticState"]()
 
@@ -38,18 +43,20 @@ class SemanticState:
     def __init__(self, config: pytest.Config) -> None:
         self.settings = read_settings(config)
         self.tally = Tally()
-        self.engine = None
+        self.engine: Engine | None = None
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         # the teardown report carries every record of its test, also when it comes from an xdist worker
         if report.when == "teardown":
-            self.tally.add([value for name, value in report.user_properties if name == RECORD_KEY])
+            records: list[Any] = [value for name, value in report.user_properties if name == RECORD_KEY]
+            self.tally.add(records)
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo):
         report = yield
         if report.failed:
-            below = [v for name, v in item.user_properties if name == RECORD_KEY and not v["passed"]]
+            records: list[Any] = [v for name, v in item.user_properties if name == RECORD_KEY]
+            below = [v for v in records if not v["passed"]]
             if below:
                 from simkernel.pytest_plugin.semantic import explain
 

@@ -68,8 +68,7 @@ class Engine:
                 return calibrated_threshold(model, precision)
             except ValueError as exc:
                 raise ValueError(
-                    f"{exc}; for the semantic fixture: threshold=... in the call, --semantic-threshold or "
-                    "the ini key semantic_threshold"
+                    f"{exc}; for the semantic fixture: threshold=... in the call, --semantic-threshold or the ini key semantic_threshold"
                 ) from None
         return Threshold(float(settings.threshold), settings.threshold_source)
 

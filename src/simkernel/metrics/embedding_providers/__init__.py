@@ -35,8 +35,7 @@ def get_embedding_provider(
     """
     if cache_dir is not None and provider != "local":
         raise ValueError(
-            f"cache_dir applies to embedding_provider='local' only, not {provider!r}; "
-            "give an EmbeddingProvider instance its own cache, or drop cache_dir"
+            f"cache_dir applies to embedding_provider='local' only, not {provider!r}; give an EmbeddingProvider instance its own cache, or drop cache_dir"
         )
     if isinstance(provider, EmbeddingProvider):
         return provider

@@ -76,9 +76,7 @@ def model_lock(model_id: str, timeout_s: float = 3600.0) -> Iterator[None]:
     except file_lock.LockTimeout as exc:
         if exc.path == path:
             raise ModelError(
-                f"timed out after {timeout_s:.0f} s waiting for {path}: another process is "
-                "installing "
-                f"{model_id!r}; wait for it, or delete the lock file if no such process exists"
+                f"timed out after {timeout_s:.0f} s waiting for {path}: another process is installing {model_id!r}; wait for it, or delete the lock file if no such process exists"
             ) from exc
         raise
 

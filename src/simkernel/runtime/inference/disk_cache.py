@@ -155,8 +155,7 @@ class DiskEmbeddingCache:
                     os.replace(source, Path(str(target) + suffix))
         self.set_aside.append(target)
         warnings.warn(
-            f"the embedding cache {self.path} was set aside as {target.name} because {why}; a new, empty "
-            "cache was started (the old file is kept; delete it when you no longer need it)",
+            f"the embedding cache {self.path} was set aside as {target.name} because {why}; a new, empty cache was started (the old file is kept; delete it when you no longer need it)",
             RuntimeWarning,
             stacklevel=4,
         )
@@ -180,8 +179,9 @@ class DiskEmbeddingCache:
         """The cached vector of each text under ``model_key``, or None (a miss)."""
         found: list[np.ndarray | None] = [None] * len(texts)
         positions, matrix = self.lookup(model_key, texts)
-        for row, i in enumerate(positions):
-            found[i] = matrix[row]
+        if matrix is not None:
+            for row, i in enumerate(positions):
+                found[i] = matrix[row]
         return found
 
     def put_many(self, model_key: str, texts: Sequence[str], vectors: np.ndarray) -> None:
