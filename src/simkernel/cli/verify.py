@@ -22,7 +22,7 @@ def run_verify(args: argparse.Namespace) -> int:
 
     if args.all and args.models:
         raise UsageError("give model ids or folders, or --all, not both")
-    targets = [(m.id, m.path) for m in store.list_models()] if args.all else []
+    targets: list[tuple[str, Path | None]] = [(m.id, m.path) for m in store.list_models()] if args.all else []
     if not args.all:
         targets = [_folder(name) for name in (args.models or [DEFAULT_MODEL])]
     if args.all and not targets:

@@ -66,7 +66,6 @@ from simkernel.runtime.acquisition.quantize import DEFAULT_QUANTIZATION, quantiz
 from simkernel.runtime.acquisition.registry import WEIGHT_FILES
 from simkernel.runtime.acquisition.trace import copy_tokenizer_and_configs, export_raw_graph
 from simkernel.runtime.inference.bundle import PRECISIONS
-from simkernel.runtime.inference.bundle_digest import file_sha256
 from simkernel.runtime.inference.config import read_model_config
 from simkernel.runtime.inference.manifest import file_sha256
 from simkernel.runtime.inference.tokenizer import TextTokenizer

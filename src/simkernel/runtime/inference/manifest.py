@@ -85,17 +85,16 @@ def verify_files(folder: Path, check_hashes: bool = True) -> dict[str, list[int]
         size = entry.get("bytes", entry.get("size"))
         if size is not None and before[0] != int(size):
             raise ModelError(
-                f"{path} has {before[0]} bytes where {manifest_path} says {size}: the file is truncated or "
-                "corrupt; " + _fix(folder, manifest)
+                f"{path} has {before[0]} bytes where {manifest_path} says {size}: the file is truncated or corrupt; "
+                + _fix(folder, manifest)
             )
         expected = entry.get("sha256")
         if check_hashes and isinstance(expected, str):
             found = file_sha256(path)
             if found != expected:
                 raise ModelError(
-                    f"{path} does not match its checksum in {manifest_path}: expected sha256 "
-                    f"{expected[:_CHECKSUM_SHOWN]}..., found {found[:_CHECKSUM_SHOWN]}...: the file is "
-                    "corrupt or was changed after it was written; " + _fix(folder, manifest)
+                    f"{path} does not match its checksum in {manifest_path}: expected sha256 {expected[:_CHECKSUM_SHOWN]}..., found {found[:_CHECKSUM_SHOWN]}...: the file is corrupt or was changed after it was written; "
+                    + _fix(folder, manifest)
                 )
         if _stat(path) != before:  # changed while it was read: do not vouch for it
             raise ModelError(f"{path} changed while it was being verified; load the model again")
