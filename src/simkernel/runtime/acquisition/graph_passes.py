@@ -11,7 +11,8 @@ from __future__ import annotations
 import contextlib
 import json
 import tempfile
-from collections.abc import Iterable
+import warnings
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -26,9 +27,8 @@ LOCAL_INT8_FILES = ("model_int8.onnx", "model_int8.onnx_data")
 
 
 @contextlib.contextmanager
-def warnings_silenced():
-    import warnings
-
+def warnings_silenced() -> Iterator[None]:
+    """Silence warnings inside the block (torch's and onnxruntime's tracer and optimizer chatter)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         yield

@@ -21,7 +21,8 @@ _FEATURE = "exporting a checkpoint to ONNX"
 def export_raw_graph(src: str | Path, path: str | Path) -> dict:
     """Trace the checkpoint into an unoptimised fp32 ONNX graph at ``path``; returns export facts.
 
-    Bi-encoders output ``token_embeddings``, cross-encoders ``logits`` (see the module docstring).
+    Bi-encoders output ``token_embeddings``, cross-encoders ``logits`` (see
+    :mod:`simkernel.runtime.acquisition.export`).
     """
     torch = import_optional("torch", "export", _FEATURE)
     transformers = import_optional("transformers", "export", _FEATURE)
