@@ -140,6 +140,21 @@ def test_several_ground_truths_score_the_best_one(evaluator, haystack_evaluator)
     assert expected[0] > 0.9  # "Lyon" takes its score from "Lyon, France" (0.91), not from "Paris" (0.50)
 
 
+def test_a_score_does_not_depend_on_the_other_questions_of_the_call(evaluator, st_minilm):
+    """Bit for bit: a question with one ground truth scores the same whether or not another question of
+    the call has several (the command line and the Ray engine split a file into calls at will)."""
+    predictions = ["Paris", "the capital of France", "Einstein", "Кошка спит.", "北京"]
+    ground_truths = ["Paris is in France", "Paris", ["Albert Einstein", "Bohr"], "Кот спит.", ["北京市"]]
+    together = evaluator.run(ground_truth_answers=ground_truths, predicted_answers=predictions)
+    for i, (prediction, truth) in enumerate(zip(predictions, ground_truths, strict=True)):
+        alone = evaluator.run(ground_truth_answers=[truth], predicted_answers=[prediction])
+        assert alone["individual_scores"][0] == together["individual_scores"][i], i
+    # and a single-truth question scores sentence-transformers' float64 cosine
+    a, b = st_minilm.encode([predictions[3], ground_truths[3]]).astype(np.float64)
+    expected = a @ b / (np.linalg.norm(a) * np.linalg.norm(b))
+    assert together["individual_scores"][3] == pytest.approx(expected, abs=ATOL)
+
+
 def test_scores_equal_numpy_float64_cosine_of_sentence_transformers(evaluator, st_minilm):
     """The whole path (tokenizer, ONNX graph, pooling, kernel) against numpy float64 cosines of
     sentence-transformers' embeddings of the same checkpoint (torch)."""
