@@ -101,14 +101,14 @@ def test_length_sorted_batches(tok, sas_texts, batch_size):
     encodings = tok.encode(sas_texts[:70] + SPECIAL_TEXTS)
     lengths = np.array([len(e.ids) for e in encodings])
     batches = length_sorted_batches(encodings, batch_size)
-    # every row exactly once, batches of batch_size (one shorter remainder)
+    # every row exactly once, in batches of one token length (nothing padded) of at most batch_size
     assert sorted(np.concatenate(batches).tolist()) == list(range(len(encodings)))
-    sizes = [len(b) for b in batches]
-    assert max(sizes) == min(batch_size, len(encodings)) and sum(s != batch_size for s in sizes) <= 1
-    # a stable sort by length: no batch overlaps another in length, the longest batch comes first
-    spans = [(lengths[b].min(), lengths[b].max()) for b in batches]
-    assert all(lo_prev >= hi for (lo_prev, _), (_, hi) in zip(spans, spans[1:], strict=False))
-    assert spans[0][1] == lengths.max()
+    assert all(len(set(lengths[b].tolist())) == 1 and len(b) <= batch_size for b in batches)
+    # as few batches as that allows: per length, the rows cut into full batches and one remainder
+    per_length = np.unique(lengths, return_counts=True)[1]
+    assert len(batches) == sum(-(-count // batch_size) for count in per_length)
+    # the longest rows first, lengths never increasing
+    assert [lengths[b][0] for b in batches] == sorted((lengths[b][0] for b in batches), reverse=True)
     for b in batches:  # equal lengths keep their input order
-        assert all(i < j for i, j in zip(b, b[1:], strict=False) if lengths[i] == lengths[j])
+        assert all(i < j for i, j in zip(b, b[1:], strict=False))
     assert length_sorted_batches([], batch_size) == []

@@ -5,7 +5,11 @@ The ``tokenizer.json`` shipped with a checkpoint often carries padding/truncatio
 truncates at ``max_seq_length`` 256 and pads per batch). :class:`TextTokenizer` therefore clears the
 file's padding, truncates at the model's ``max_seq_length`` (``longest_first`` for pairs, as
 transformers does) and pads each batch to its own longest member in numpy (:func:`pad_batch`), with the
-pad id of the model's pad token.
+pad id of the model's pad token. :func:`length_sorted_batches` puts only texts of one token length in a
+batch, so nothing is ever padded: onnxruntime's float32 results for a text change in the last bit with
+the width it is padded to (measured: 35 of 200 short texts moved by up to 3e-8 when padded to 60
+tokens), while texts of one length give the same bits in a batch of any size and position. So a text's
+embedding never depends on the other texts of the call, bit for bit.
 """
 
 from __future__ import annotations
@@ -107,12 +111,18 @@ class TextTokenizer:
 
 
 def length_sorted_batches(encodings: Sequence, batch_size: int) -> list[np.ndarray]:
-    """Row indices of ``encodings`` cut into batches of ``batch_size`` after a stable sort by token
-    length (so each batch pads little), the batch of the longest texts first (so parallel workers
-    finish together; the batches themselves do not depend on this order)."""
+    """Row indices of ``encodings`` in batches of at most ``batch_size`` rows of ONE token length (no
+    padding, so a row's result does not depend on its batch-mates, see the module docstring), the
+    batches of the longest texts first (so parallel workers finish together; the batches themselves do
+    not depend on this order). Fewer rows per batch than a plain length sort on short calls, but no
+    padding work: measured no slower (2,000 short texts 15.3 s vs 17.3 s; 32 pairs 322 vs 368 ms)."""
     lengths = np.fromiter((len(e.ids) for e in encodings), dtype=np.int64, count=len(encodings))
     order = np.argsort(lengths, kind="stable")
-    return [order[start : start + batch_size] for start in range(0, len(order), batch_size)][::-1]
+    groups = np.split(order, np.flatnonzero(np.diff(lengths[order])) + 1) if len(order) else []
+    batches = [
+        group[start : start + batch_size] for group in groups for start in range(0, len(group), batch_size)
+    ]
+    return batches[::-1]
 
 
 def pad_batch(encodings: Sequence, pad_id: int, padding_side: str = "right") -> Batch:
