@@ -25,7 +25,7 @@ check: setup
 	$(BIN)/lint-imports
 
 ## setup: the virtual environment with the package (extension built) and its export/test/haystack/
-## openvino/dev extras.
+## openvino/parquet/ray/dev extras.
 setup: $(VENV)/.installed
 
 $(VENV)/.installed: pyproject.toml setup.py scripts/setup.sh

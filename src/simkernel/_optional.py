@@ -17,6 +17,8 @@ EXTRAS = {
     "haystack": "haystack-ai",
     "openvino": "openvino (precision='bf16')",
     "bench": "simsimd and the benchmark peers",
+    "parquet": "pyarrow",
+    "ray": "ray[data], pyarrow",
 }
 
 

@@ -13,17 +13,13 @@ import json
 import sys
 import time
 
+from simkernel.cli.engines import score_in_chunks
 from simkernel.cli.errors import DataError
 from simkernel.cli.io import read_table
 from simkernel.cli.modes import DEFAULT_PRECISION, make_scorer
-from simkernel.cli.score import (
-    Inputs,
-    check_columns,
-    check_mode_options,
-    columns_of,
-    read_inputs,
-    score_in_chunks,
-)
+from simkernel.cli.rows import ChunkInputs as Inputs
+from simkernel.cli.rows import columns_of, read_inputs
+from simkernel.cli.score import check_mode_options
 from simkernel.runtime.acquisition.registry import DEFAULT_MODEL
 
 FIXED_THRESHOLD = 0.7  # eval_lib's default, shown for comparison
@@ -37,12 +33,10 @@ def run_calibrate(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     check_mode_options(args)
     table = read_table(args.file, args.input_format)
-    columns = columns_of(args)
-    check_columns(table, columns, args)
-    inputs = read_inputs(table, columns, args)
+    inputs = read_inputs(table, columns_of(args), args)
     all_labels = inputs.labels or []
     keep = [i for i, label in enumerate(all_labels) if label is not None]
-    labels = [label for label in all_labels if label is not None]
+    labels = [all_labels[i] for i in keep]
     if len(keep) < 2:
         raise DataError(
             f"{table.source} has {len(keep)} row(s) with a label in {args.label!r}; calibration needs at least 2 labelled rows of both kinds"

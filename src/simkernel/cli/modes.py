@@ -49,21 +49,24 @@ def _non_latin(text: str) -> bool:
     return any(ch.isalpha() and ord(ch) > 0x24F for ch in text)
 
 
-def english_only_note(model: str, predicted: Sequence[str], targets: Sequence[Any]) -> str | None:
-    """A warning when an English-only model of the registry scores rows holding non-Latin text.
+def non_latin_rows(predicted: Sequence[str], targets: Sequence[Any]) -> int:
+    """How many rows hold non-Latin text in the predicted text or any of its targets (None: no target)."""
+    return sum(
+        1
+        for text, target in zip(predicted, targets, strict=True)
+        if _non_latin(text)
+        or any(_non_latin(t) for t in ([target] if isinstance(target, str) else target or ()))
+    )
+
+
+def english_only_note(model: str, rows: int) -> str | None:
+    """A warning when an English-only model of the registry scores ``rows`` (> 0) rows of non-Latin text.
 
     Such a model (all-MiniLM-L6-v2) splits Russian or Chinese into single characters, so those scores
     say little about meaning (unrelated Russian answers still score 0.5 to 0.7).
     """
     known = known_model(model)
-    if known is None or known.languages != "en":
-        return None
-    rows = sum(
-        1
-        for text, target in zip(predicted, targets, strict=True)
-        if _non_latin(text) or any(_non_latin(t) for t in ([target] if isinstance(target, str) else target))
-    )
-    if not rows:
+    if not rows or known is None or known.languages != "en":
         return None
     return (
         f"{rows} row(s) hold non-Latin text (e.g. Russian, Chinese) but {known.id} is English-only: "
@@ -71,6 +74,11 @@ def english_only_note(model: str, predicted: Sequence[str], targets: Sequence[An
         "such text into characters and those scores are not meaningful; use a multilingual model such as "
         "--model sentence-transformers/paraphrase-multilingual-MiniLM-L12-v2"
     )
+
+
+def no_references_note(rows: int) -> str | None:
+    """The reference mode's note on rows with an empty list of references (they score 0.0)."""
+    return f"{rows} row(s) had no references and scored 0.0, as eval_lib does" if rows else None
 
 
 class SasScorer:
@@ -123,7 +131,8 @@ class ReferenceScorer:
     """eval_lib's reference match on the metrics' own code: the predicted text against each of its
     references, cosine clamped to [0, 1], then max or mean (``simkernel.metrics.scoring.score_groups``, the
     function ``ReferenceMatchMetric`` and ``evaluate`` score with), embeddings from the metrics' "local"
-    provider; a row without references scores 0.0, as the metric's no-references result."""
+    provider; a row without references scores 0.0, as the metric's no-references result (the command
+    counts such rows for its note, :func:`no_references_note`)."""
 
     def __init__(
         self,
@@ -142,27 +151,12 @@ class ReferenceScorer:
         self.aggregation = aggregation
         self.description = f"mode reference ({aggregation}), model {self.provider.model_id} ({precision})"
         self.notes: list[str] = []
-        self._no_references = 0
 
     def load(self) -> None:
         self.provider.encoder  # noqa: B018 - loads the shared model now, so its time is reported apart
 
     def score(self, predicted: Sequence[str], targets: Sequence[Any]) -> list[float]:
-        import numpy as np
+        from simkernel.metrics.scoring import reference_match_scores
 
-        from simkernel.metrics.scoring import score_groups
-
-        n = len(predicted)
-        references = [text for refs in targets for text in refs]
-        offsets = np.concatenate(([0], np.cumsum([len(refs) for refs in targets]))).astype(np.int64)
-        # one encoder call for the chunk: the encoder embeds each distinct text once
-        embeddings = self.provider.embed_sync([*predicted, *references])
-        scores = score_groups(
-            embeddings, np.arange(n), n + np.arange(len(references)), offsets, self.aggregation
-        ).scores
-        self._no_references += int(np.count_nonzero(np.diff(offsets) == 0))
-        if self._no_references:
-            self.notes[:] = [
-                f"{self._no_references} row(s) had no references and scored 0.0, as eval_lib does"
-            ]
+        scores = reference_match_scores(self.provider.embed_sync, predicted, targets, self.aggregation)
         return [float(s) for s in scores]

@@ -30,8 +30,13 @@ The default model is {DEFAULT_MODEL} (English only), which `simkernel models pre
 offline; pass --model for another id or a local folder.
 
 output: every input row, in input order, with all its columns plus `score` (and `success` when a
-threshold applies), to --output (CSV, TSV or JSONL by extension; stdout when omitted). A summary
+threshold applies), to --output (CSV, TSV, JSONL or Parquet by extension; stdout when omitted). A summary
 (rows, mean score, pass rate, correlation with --label, time) goes to stderr.
+
+large files: rows are read, scored and written --chunk-rows at a time; OUT is written beside itself
+(.OUT.simkernel-partial/) and renamed onto OUT when complete. After an interruption (Ctrl-C, a crash,
+a kill), the same command with --resume continues where it stopped. --engine ray spreads the scoring
+over a Ray cluster (pip install 'simkernel[ray]'); Parquet needs pip install 'simkernel[parquet]'.
 
 exit status: 0 success, 1 bad data or model (the message names the line or file), 2 usage error.
 
@@ -58,6 +63,9 @@ def _non_negative_int(text: str) -> int:
     if value < 0:
         raise argparse.ArgumentTypeError(f"{value} is negative; give a whole number >= 0")
     return value
+
+
+DEFAULT_CHUNK_ROWS = 10_000
 
 
 def _finite_float(text: str) -> float:
@@ -98,12 +106,14 @@ def build_parser() -> argparse.ArgumentParser:
 def _add_score(commands: argparse._SubParsersAction) -> None:
     score = commands.add_parser(
         "score",
-        help="score a CSV, TSV or JSONL file of answers",
+        help="score a CSV, TSV, JSONL or Parquet file of answers",
         description="Score every row of FILE and write it back with a score column.",
         epilog=_SCORE_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    score.add_argument("file", metavar="FILE", help="CSV, TSV or JSONL file (by extension), or - for stdin")
+    score.add_argument(
+        "file", metavar="FILE", help="CSV, TSV, JSONL or Parquet file (by extension), or - for stdin"
+    )
     score.add_argument("--mode", choices=("sas", "reference", "exact"), default="sas", help="default: sas")
     columns = score.add_argument_group("columns")
     columns.add_argument(
@@ -159,6 +169,36 @@ def _add_score(commands: argparse._SubParsersAction) -> None:
     files.add_argument(
         "--quiet", "-q", action="store_true", help="no progress bar and no summary; errors only"
     )
+    scale = score.add_argument_group("large files and clusters")
+    scale.add_argument(
+        "--chunk-rows",
+        type=_positive_int,
+        metavar="N",
+        default=DEFAULT_CHUNK_ROWS,
+        help=f"rows read, scored and written at a time; memory grows with N (default {DEFAULT_CHUNK_ROWS:,})",
+    )
+    scale.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue an interrupted run of the same command from the rows it had written",
+    )
+    scale.add_argument(
+        "--engine",
+        choices=("local", "ray"),
+        default="local",
+        help="local (default): this process; ray: workers on a Ray cluster (pip install 'simkernel[ray]')",
+    )
+    scale.add_argument(
+        "--address",
+        metavar="ADDR",
+        help="--engine ray: the cluster, auto or HOST:PORT (default: start Ray on this machine's CPUs)",
+    )
+    scale.add_argument(
+        "--workers",
+        type=_positive_int,
+        metavar="N",
+        help="--engine ray: model workers, each on --threads CPUs (default: as many as the cluster has CPUs)",
+    )
 
 
 def _add_model_options(command: argparse.ArgumentParser) -> None:
@@ -174,7 +214,10 @@ def _add_model_options(command: argparse.ArgumentParser) -> None:
         "--batch-size", type=_positive_int, metavar="N", help="texts per model batch (default: 32)"
     )
     model.add_argument(
-        "--threads", type=_positive_int, metavar="N", help="onnxruntime threads (default: all cores)"
+        "--threads",
+        type=_positive_int,
+        metavar="N",
+        help="onnxruntime threads (default: all cores; score --engine ray: CPUs per worker, default 1)",
     )
     model.add_argument(
         "--cache-dir",

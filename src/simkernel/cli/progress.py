@@ -15,7 +15,11 @@ from typing import TextIO
 
 
 class ProgressBar:
-    """``update(n)`` adds ``n`` done items of ``total``; ``close()`` erases the line; no-op if disabled."""
+    """``update(n)`` adds ``n`` done items of ``total``; ``close()`` erases the line; no-op if disabled.
+
+    ``initial`` items count as done before the bar starts (a resumed run): they show in the count but
+    not in the rate (items per second of this run) nor the ETA (the items left at that rate).
+    """
 
     def __init__(
         self,
@@ -27,12 +31,14 @@ class ProgressBar:
         delay: float | None = None,
         interval: float = 0.1,
         width: int = 30,
+        initial: int = 0,
     ) -> None:
         self.stream = stream if stream is not None else sys.stderr
         self.enabled = is_terminal(self.stream) if enabled is None else enabled
         self.total = max(0, total)
         self.label = label
-        self.done = 0
+        self.initial = min(max(0, initial), self.total)
+        self.done = self.initial
         self.delay = default_delay() if delay is None else delay
         self.interval = interval
         self.width = width
@@ -54,10 +60,10 @@ class ProgressBar:
         fraction = self.done / self.total if self.total else 1.0
         filled = int(round(fraction * self.width))
         bar = "#" * filled + "-" * (self.width - filled)
-        rate = self.done / elapsed if elapsed > 0 else 0.0
+        rate = (self.done - self.initial) / elapsed if elapsed > 0 else 0.0
         line = (
             f"{self.label} [{bar}] {fraction:4.0%} {self.done}/{self.total} rows, "
-            f"{elapsed:.1f} s, {rate:.0f} rows/s"
+            f"{elapsed:.1f} s, {rate:.0f} rows/s, ETA {eta(self.total - self.done, rate)}"
         )
         self.stream.write("\r" + line + "\x1b[K")
         self.stream.flush()
@@ -74,6 +80,20 @@ class ProgressBar:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def eta(left: int, rate: float) -> str:
+    """Time to do ``left`` items at ``rate`` items/s, as ``"42 s"``, ``"7 min"`` or ``"3.2 h"``."""
+    if left <= 0:
+        return "0 s"
+    if rate <= 0:
+        return "?"
+    seconds = left / rate
+    if seconds < 100:
+        return f"{seconds:.0f} s"
+    if seconds < 6000:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
 
 
 def is_terminal(stream: TextIO) -> bool:

@@ -1,80 +1,104 @@
-"""``simkernel score``: read a table, check every row, score it in chunks, write it back, summarise.
+"""``simkernel score``: read a table, check every row, score it chunk by chunk, write it back, summarise.
 
-Order of work: the options are checked (usage errors, exit 2), the file is read and every row's texts
-and label are checked BEFORE the model loads (so a bad row fails in milliseconds, naming its line,
-exit 1), then the rows are scored in chunks of ``CHUNK_ROWS`` (the progress bar advances per chunk),
-and only then is the output written (atomically), so a failed run writes nothing.
+Order of work: the options are checked (usage errors, exit 2); the input is read once through, chunk by
+chunk, checking every row's texts and label BEFORE the model loads (a missing column or a bad row fails
+in moments, naming its line, exit 1, and nothing is written); then it is read again, ``--chunk-rows``
+rows at a time, each chunk scored and appended to the output beside OUT, which replaces OUT only when
+every row is in (:mod:`simkernel.cli.partial`). Memory holds about one chunk, plus 16 bytes per row
+for the scores and labels of the summary. ``--engine ray`` scores the chunks on a Ray cluster
+(:mod:`simkernel.cli.ray_engine`); the output is the same.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import math
+import os
 import time
+from array import array
 from dataclasses import dataclass, field
 from typing import Any
 
-from simkernel.cli.errors import DataError, UsageError
-from simkernel.cli.io import Table, format_of, read_table, write_table
-from simkernel.cli.modes import Scorer, english_only_note, make_scorer
+from simkernel.cli.engines import make_engine
+from simkernel.cli.errors import CliError, DataError, UsageError
+from simkernel.cli.io import STDIO, format_of
+from simkernel.cli.modes import english_only_note, no_references_note, non_latin_rows
+from simkernel.cli.partial import PartialOutput, print_notice
 from simkernel.cli.progress import ProgressBar
+from simkernel.cli.readers import TableReader, open_table
+from simkernel.cli.rows import RowChecker, RowProblems, check_columns, columns_of
 from simkernel.cli.summary import Summary, summarize
 from simkernel.cli.thresholds import resolve_cli_threshold
+from simkernel.cli.writers import SUCCESS_COLUMN, OutputLayout, StdoutOutput
 from simkernel.runtime.acquisition.registry import DEFAULT_MODEL
 
-CHUNK_ROWS = 256  # rows per scoring call: the progress granularity (the encoder deduplicates within a call)
-SUCCESS_COLUMN = "success"
-DEFAULT_COLUMNS = {"predicted": "predicted", "ground_truth": "ground_truth", "references": "references"}
-_MAX_LISTED_LINES = 5
+
+class Interrupted(CliError):
+    """Ctrl-C while scoring: exit status 130, what was committed is kept for --resume."""
+
+    exit_code = 130
 
 
 @dataclass
-class Inputs:
-    """The checked texts of every row: ``predicted[i]`` and ``targets[i]`` (a ground truth string, a list
-    of ground truths, or a list of references), and ``labels[i]`` (None where the row has no label)."""
+class Survey:
+    """What the checking pass learns about the whole input: its rows, columns (JSONL: every key, in the
+    order first seen), labels (NaN where a row has none), and the counts behind the summary's notes."""
 
-    predicted: list[str] = field(default_factory=list)
-    targets: list[Any] = field(default_factory=list)
-    labels: list[float | None] | None = None
+    rows: int = 0
+    columns: dict[str, None] = field(default_factory=dict)
+    labels: array | None = None
+    non_latin: int = 0
+    no_references: int = 0
+    arrow_schema: Any = None
+    schema_error: DataError | None = None
 
 
 def run_score(args: argparse.Namespace) -> int:
     """Run the ``score`` sub-command; returns the exit status (errors are raised as CliError)."""
     started = time.perf_counter()
     _check_options(args)
-    out_format = format_of(args.output, args.output_format)  # a bad extension fails before any work
-    table = read_table(args.file, args.input_format)
-    columns = columns_of(args)
-    check_columns(table, columns, args)
-    _check_added_columns(table, args)
-    inputs = read_inputs(table, columns, args)
     threshold, threshold_notes = resolve_cli_threshold(args)
+    out_format = format_of(args.output, args.output_format)  # a bad extension fails before any work
+    if out_format == "parquet" or args.input_format == "parquet":
+        from simkernel.cli.parquet import pyarrow
 
-    scorer = make_scorer(args)
-    load_s = score_s = 0.0
-    scores: list[float] = []
-    if len(table):
-        load_started = time.perf_counter()
-        scorer.load()
-        score_started = time.perf_counter()
-        load_s = score_started - load_started
-        scores = score_in_chunks(scorer, inputs, enabled=not args.quiet)
-        score_s = time.perf_counter() - score_started
+        pyarrow()  # the missing extra is named before any work
+    with open_table(args.file, args.input_format) as reader:
+        out_format = out_format or reader.format
+        if out_format == "parquet":
+            from simkernel.cli.parquet import pyarrow
 
-    out_rows, out_columns = _output_rows(table, scores, threshold, args.score_column)
-    write_table(out_rows, out_columns, args.output, out_format or table.format)
+            pyarrow()
+        columns = columns_of(args)
+        checker = RowChecker(args, columns, reader.format)
+        survey = _survey(reader, checker, columns, args, out_format)
+        layout = _layout(reader, survey, args, out_format, threshold)
+        engine = make_engine(args)
+        output = _open_output(args, reader, layout)
+        try:
+            load_s, score_s = _score(reader, checker, engine, output, survey, args)
+        finally:
+            engine.close()
+    notes = [*threshold_notes, *engine.notes, *_notes(args, survey)]
+    if output.rows_done != survey.rows:  # pragma: no cover - the input changed while it was scored
+        raise DataError(f"{reader.source} changed while it was being scored; score it again")
+    scored_now = output.rows_done - output.resumed_rows
+    if output.resumed_rows:
+        notes.append(
+            f"resumed: {output.resumed_rows} rows came from the interrupted run, {scored_now} scored now"
+        )
     summary = summarize(
-        scores=scores,
-        labels=inputs.labels,
+        scores=output.scores,
+        labels=survey.labels,
         label_column=args.label,
         threshold=threshold,
-        description=scorer.description,
+        description=engine.description,
         elapsed_s=time.perf_counter() - started,
         load_s=load_s,
         score_s=score_s,
         output=args.output,
-        notes=[*threshold_notes, *scorer.notes, *_language_notes(args, inputs)],
+        notes=notes,
+        scored_rows=scored_now,
     )
     if args.summary_json:
         write_summary_json(summary, args.summary_json)
@@ -83,17 +107,25 @@ def run_score(args: argparse.Namespace) -> int:
     return 0
 
 
-def _language_notes(args: argparse.Namespace, inputs: Inputs) -> list[str]:
-    if args.mode == "exact":
-        return []
-    note = english_only_note(args.model or DEFAULT_MODEL, inputs.predicted, inputs.targets)
-    return [note] if note else []
-
-
 def _check_options(args: argparse.Namespace) -> None:
     check_mode_options(args)
     if not args.score_column.strip():
         raise UsageError("--score-column must be a non-empty name")
+    if args.engine != "ray" and (args.address is not None or args.workers is not None):
+        raise UsageError("--address and --workers apply to --engine ray only; add --engine ray or drop them")
+    if args.engine == "ray" and args.cache_dir is not None:
+        raise UsageError(
+            "--cache-dir applies to --engine local only (Ray workers keep no embedding cache); drop it"
+        )
+    if args.engine == "ray" and args.mode == "exact":
+        raise UsageError(
+            "--engine ray does not apply to --mode exact (it loads no model and runs locally at millions of "
+            "rows/s); drop --engine ray"
+        )
+    if args.resume and args.file == STDIO:
+        raise UsageError("--resume needs FILE to be a file: stdin cannot be read again; save it to a file")
+    if args.resume and args.output == STDIO:
+        raise UsageError("--resume needs --output OUT: what went to stdout cannot be continued")
 
 
 def check_mode_options(args: argparse.Namespace) -> None:
@@ -118,47 +150,12 @@ def check_mode_options(args: argparse.Namespace) -> None:
         )
 
 
-def columns_of(args: argparse.Namespace) -> dict[str, str]:
-    """Role -> column name for the chosen mode (the label is handled apart)."""
-    if args.mode == "reference":
-        return {
-            "predicted": args.predicted or DEFAULT_COLUMNS["predicted"],
-            "references": args.references or DEFAULT_COLUMNS["references"],
-        }
-    return {
-        "predicted": args.predicted or DEFAULT_COLUMNS["predicted"],
-        "ground_truth": args.ground_truth or DEFAULT_COLUMNS["ground_truth"],
-    }
-
-
-_FLAGS = {"predicted": "--predicted", "ground_truth": "--ground-truth", "references": "--references"}
-
-
-def check_columns(table: Table, columns: dict[str, str], args: argparse.Namespace) -> None:
-    """Every column the mode reads (and ``--label``) must be in the table; the error lists those found."""
-    if table.format == "jsonl" and not table.rows:
-        return  # no rows, so no keys: nothing to check (the output is empty too)
-    found = ", ".join(table.columns) if table.columns else "none"
-    for role, name in columns.items():
-        if name not in table.columns:
-            other_mode = ""
-            if role == "ground_truth" and DEFAULT_COLUMNS["references"] in table.columns:
-                other_mode = f", or score against {DEFAULT_COLUMNS['references']!r} with --mode reference"
-            raise DataError(
-                f"{table.source} has no column {name!r} (columns found: {found}); name the column of the {role.replace('_', ' ')} texts with {_FLAGS[role]} COLUMN{other_mode}"
-            )
-    if args.label is not None and args.label not in table.columns:
-        raise DataError(
-            f"{table.source} has no label column {args.label!r} (columns found: {found}); fix --label"
-        )
-
-
-def _check_added_columns(table: Table, args: argparse.Namespace) -> None:
+def _check_added_columns(found_columns: list[str], source: str, args: argparse.Namespace) -> None:
     """The columns the output adds must not overwrite input columns."""
     added = [args.score_column]
     if args.threshold is not None or args.mode == "reference":
         added.append(SUCCESS_COLUMN)
-    clash = [name for name in added if name in table.columns]
+    clash = [name for name in added if name in found_columns]
     if clash:
         fix = (
             "pass --score-column NAME to name the score column differently"
@@ -166,193 +163,147 @@ def _check_added_columns(table: Table, args: argparse.Namespace) -> None:
             else "rename that column in the input"
         )
         raise DataError(
-            f"{table.source} already has a column {clash[0]!r}, which the output would overwrite; {fix}"
+            f"{source} already has a column {clash[0]!r}, which the output would overwrite; {fix}"
         )
 
 
-class _RowProblems:
-    """Collects one message per bad row; raises one error naming the first and the lines of the rest."""
+def _survey(
+    reader: TableReader, checker: RowChecker, columns: dict[str, str], args, out_format: str
+) -> Survey:
+    """The checking pass: every row read and checked, nothing scored; raises the first problem found."""
+    jsonl = reader.format == "jsonl"
+    if not jsonl:
+        check_columns(columns, reader.columns, reader.source, args)
+        _check_added_columns(reader.columns, reader.source, args)
+    problems = RowProblems(reader.source, reader.unit)
+    survey = Survey(columns=dict.fromkeys(reader.columns), labels=array("d") if args.label else None)
+    infer_schema = out_format == "parquet" and jsonl
+    for chunk in reader.chunks(args.chunk_rows):
+        inputs = checker.check(chunk.rows, chunk.lines, problems)
+        survey.rows += len(chunk)
+        if survey.labels is not None:
+            survey.labels.extend(float("nan") if v is None else v for v in inputs.labels or ())
+        if args.mode != "exact":
+            survey.non_latin += non_latin_rows(inputs.predicted, inputs.targets)
+        if args.mode == "reference":
+            survey.no_references += sum(1 for refs in inputs.targets if not refs)
+        if jsonl:
+            for row in chunk.rows:
+                survey.columns.update(dict.fromkeys(row))
+        if infer_schema and survey.schema_error is None:
+            from simkernel.cli.parquet import unify
 
-    def __init__(self, source: str) -> None:
-        self.source = source
-        self.first: str | None = None
-        self.lines: list[int] = []
-
-    def add(self, line: int, message: str) -> None:
-        if self.first is None:
-            self.first = f"{self.source} line {line}: {message}"
-        if not self.lines or self.lines[-1] != line:
-            self.lines.append(line)
-
-    def raise_if_any(self) -> None:
-        if self.first is None:
-            return
-        rest = self.lines[1:]
-        more = ""
-        if rest:
-            shown = ", ".join(str(n) for n in rest[:_MAX_LISTED_LINES])
-            plural = "s" if len(rest) > 1 else ""
-            more = f" (and {len(rest)} more bad row{plural}: line{plural} {shown}"
-            more += ", ..." if len(rest) > _MAX_LISTED_LINES else ""
-            more += ")"
-        raise DataError(self.first + more)
-
-
-def read_inputs(table: Table, columns: dict[str, str], args: argparse.Namespace) -> Inputs:
-    """Check and extract every row's texts and label; every bad row is counted, the first one named."""
-    problems = _RowProblems(table.source)
-    inputs = Inputs(labels=[] if args.label is not None else None)
-    target_role = "references" if args.mode == "reference" else "ground_truth"
-    for row, line in zip(table.rows, table.line_numbers, strict=True):
-        predicted = _text(row, columns["predicted"], "--predicted", line, problems, args.allow_empty)
-        if target_role == "references":
-            target = _references(row, columns["references"], line, problems, args.allow_empty, table.format)
-        else:
-            target = _ground_truth(row, columns["ground_truth"], line, problems, args, table.format)
-        inputs.predicted.append(predicted if predicted is not None else "")
-        inputs.targets.append(target)
-        if inputs.labels is not None:
-            inputs.labels.append(_label(row, args.label, line, problems))
+            try:
+                survey.arrow_schema = unify(
+                    survey.arrow_schema, chunk.rows, list(survey.columns), reader.source
+                )
+            except DataError as exc:
+                survey.schema_error = exc
+    if jsonl and survey.rows:
+        check_columns(columns, list(survey.columns), reader.source, args)
+        _check_added_columns(list(survey.columns), reader.source, args)
     problems.raise_if_any()
-    return inputs
+    if survey.schema_error is not None:
+        raise survey.schema_error
+    return survey
 
 
-_EMPTY_HINT = "fill it in, or pass --allow-empty to score empty texts as the evaluators do"
+def _layout(
+    reader: TableReader, survey: Survey, args, out_format: str, threshold: float | None
+) -> OutputLayout:
+    from simkernel.cli.parquet import SCORE_TYPES, input_schema
+
+    schema = None
+    if out_format == "parquet" and reader.format != "parquet":
+        schema = input_schema(list(survey.columns), reader.format, survey.arrow_schema)
+    return OutputLayout(
+        out_format, list(survey.columns), args.score_column, threshold, SCORE_TYPES[args.mode], schema
+    )
 
 
-def _text(
-    row: dict, column: str, flag: str, line: int, problems: _RowProblems, allow_empty: bool
-) -> str | None:
-    if column not in row:  # JSONL rows may lack a key
-        problems.add(line, f"no {column!r} field; every row needs the {flag} column")
-        return None
-    value = _as_text(row[column])
-    if value is None:
-        problems.add(line, f"column {column!r} holds {_describe(row[column])} where a text is expected")
-        return None
-    if not value.strip() and not allow_empty:
-        problems.add(line, f"column {column!r} is empty; {_EMPTY_HINT}")
-        return None
-    return value
+def _fingerprint(args, reader: TableReader) -> dict[str, Any]:
+    """What makes a run's output: the input file (path, size, modification time) and every option that
+    changes the output (not the engine, threads or batch size: scores do not depend on them)."""
+    stat = os.stat(reader.path)
+    return {
+        "input": os.path.abspath(reader.path),
+        "input_bytes": stat.st_size,
+        "input_mtime_ns": stat.st_mtime_ns,
+        "input_format": reader.format,
+        "output_format": args.output_format or format_of(args.output),
+        "mode": args.mode,
+        "columns": columns_of(args),
+        "label": args.label,
+        "model": args.model or (DEFAULT_MODEL if args.mode != "exact" else None),
+        "precision": args.precision,
+        "aggregation": args.aggregation,
+        "threshold": args.threshold,
+        "score_column": args.score_column,
+        "allow_empty": args.allow_empty,
+        "chunk_rows": args.chunk_rows,
+    }
 
 
-def _as_text(value: Any) -> str | None:
-    """A cell as text: strings as they are, JSON numbers in their JSON spelling; None for anything else."""
-    if isinstance(value, str):
-        return value
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return json.dumps(value)
-    return None
+def _open_output(args, reader: TableReader, layout: OutputLayout) -> StdoutOutput | PartialOutput:
+    if args.output == STDIO:
+        return StdoutOutput(layout)
+    notice = (lambda message: None) if args.quiet else print_notice
+    return PartialOutput(args.output, layout, _fingerprint(args, reader), args.resume, notice)
 
 
-def _describe(value: Any) -> str:
-    if value is None:
-        return "null"
-    return f"a JSON {type(value).__name__} ({json.dumps(value, ensure_ascii=False)[:40]})"
-
-
-def _ground_truth(
-    row: dict, column: str, line: int, problems: _RowProblems, args: argparse.Namespace, fmt: str
-) -> Any:
-    value = row.get(column)
-    if args.mode == "sas" and fmt == "jsonl" and isinstance(value, list):
-        # several correct answers for one question (JSONL only): the score is the max over them
-        if not value:
-            problems.add(
-                line, f"column {column!r} is an empty list: no ground truth; give at least one answer"
-            )
-            return []
-        return _text_list(value, column, line, problems, args.allow_empty, "ground truths")
-    return _text(row, column, "--ground-truth", line, problems, args.allow_empty)
-
-
-def _references(
-    row: dict, column: str, line: int, problems: _RowProblems, allow_empty: bool, fmt: str
-) -> Any:
-    if column not in row:
-        problems.add(line, f"no {column!r} field; every row needs the --references column")
-        return []
-    value = row[column]
-    if isinstance(value, str) and fmt != "jsonl":
-        try:
-            value = json.loads(value) if value.strip() else []
-        except json.JSONDecodeError as exc:
-            problems.add(
-                line,
-                f"column {column!r} is not a JSON list ({exc.msg} at column {exc.colno}); "
-                "write the references "
-                'as a JSON list of strings, e.g. ["Paris", "the city of Paris"]',
-            )
-            return []
-    if not isinstance(value, list):
-        problems.add(
-            line,
-            f"column {column!r} holds {_describe(value)} where a list of reference texts is expected, "
-            'e.g. ["Paris", "the city of Paris"]',
-        )
-        return []
-    return _text_list(value, column, line, problems, allow_empty, "references")
-
-
-def _text_list(
-    values: list, column: str, line: int, problems: _RowProblems, allow_empty: bool, what: str
-) -> list[str]:
-    texts: list[str] = []
-    for index, item in enumerate(values):
-        text = _as_text(item)
-        if text is None:
-            problems.add(line, f"item {index} of the {what} in {column!r} is {_describe(item)}, not a text")
-            return []
-        if not text.strip() and not allow_empty:
-            problems.add(line, f"item {index} of the {what} in {column!r} is empty; {_EMPTY_HINT}")
-            return []
-        texts.append(text)
-    return texts
-
-
-def _label(row: dict, column: str, line: int, problems: _RowProblems) -> float | None:
-    """A human label as a float; None for an empty cell or null (the row is scored, not correlated)."""
-    value = row.get(column)
-    if value is None or isinstance(value, str) and not value.strip():
-        return None
-    if isinstance(value, bool):
-        return float(value)
+def _score(
+    reader: TableReader, checker: RowChecker, engine, output, survey: Survey, args
+) -> tuple[float, float]:
+    """The scoring pass; returns (model load seconds, scoring seconds)."""
+    skip = output.rows_done
+    load_s = score_s = 0.0
     try:
-        number = float(value)
-    except (TypeError, ValueError):
-        problems.add(line, f"label column {column!r} holds {value!r}, not a number; labels must be numeric")
-        return None
-    return number if math.isfinite(number) else None
+        if survey.rows > skip:
+            load_started = time.perf_counter()
+            engine.load()
+            score_started = time.perf_counter()
+            load_s = score_started - load_started
+            problems = RowProblems(reader.source, reader.unit)
+            inputs = (checker.check(c.rows, c.lines, problems) for c in reader.chunks(args.chunk_rows, skip))
+            chunks = reader.chunks(args.chunk_rows, skip)
+            with ProgressBar(
+                survey.rows, "scoring", enabled=False if args.quiet else None, initial=skip
+            ) as bar:
+                for chunk, scores in zip(chunks, engine.scores(inputs, survey.rows - skip), strict=True):
+                    if len(scores) != len(chunk):  # pragma: no cover - a contract violation of the engine
+                        raise DataError(f"the scorer returned {len(scores)} scores for {len(chunk)} rows")
+                    output.commit(output.layout.render(chunk, scores), scores)
+                    bar.update(len(chunk))
+            score_s = time.perf_counter() - score_started
+        output.finish()
+    except KeyboardInterrupt:
+        output.keep_for_resume()
+        if args.output == STDIO:
+            raise Interrupted("interrupted; the output on stdout is incomplete") from None
+        kept = f"; the {output.rows_done} rows scored so far are kept: rerun with --resume to continue"
+        raise Interrupted(
+            f"interrupted; {args.output} was not touched" + (kept if output.rows_done else "")
+        ) from None
+    except BaseException:
+        # rows already committed are kept for --resume (a cluster failure hours in should not cost them)
+        if output.rows_done:
+            output.keep_for_resume()
+        else:
+            output.discard()
+        raise
+    return load_s, score_s
 
 
-def score_in_chunks(scorer: Scorer, inputs: Inputs, enabled: bool) -> list[float]:
-    total = len(inputs.predicted)
-    scores: list[float] = []
-    with ProgressBar(total, "scoring", enabled=None if enabled else False) as bar:
-        for start in range(0, total, CHUNK_ROWS):
-            stop = min(total, start + CHUNK_ROWS)
-            chunk = scorer.score(inputs.predicted[start:stop], inputs.targets[start:stop])
-            if len(chunk) != stop - start:  # pragma: no cover - a contract violation of the scoring API
-                raise DataError(f"the scorer returned {len(chunk)} scores for {stop - start} rows")
-            scores.extend(chunk)
-            bar.update(stop - start)
-    return scores
-
-
-def _output_rows(
-    table: Table, scores: list[float], threshold: float | None, score_column: str
-) -> tuple[list[dict[str, Any]], list[str]]:
-    columns = [*table.columns, score_column]
-    if threshold is not None:
-        columns.append(SUCCESS_COLUMN)
-    rows = []
-    for row, score in zip(table.rows, scores, strict=True):
-        out = dict(row)
-        out[score_column] = score
-        if threshold is not None:
-            out[SUCCESS_COLUMN] = bool(score >= threshold)
-        rows.append(out)
-    return rows, columns
+def _notes(args: argparse.Namespace, survey: Survey) -> list[str]:
+    notes = []
+    if args.mode != "exact":
+        note = english_only_note(args.model or DEFAULT_MODEL, survey.non_latin)
+        if note:
+            notes.append(note)
+    note = no_references_note(survey.no_references)
+    if note:
+        notes.append(note)
+    return notes
 
 
 def write_summary_json(summary: Summary, path: str) -> None:

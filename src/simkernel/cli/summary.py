@@ -93,18 +93,25 @@ def summarize(
     score_s: float,
     output: str,
     notes: Sequence[str] = (),
+    scored_rows: int | None = None,
 ) -> Summary:
-    """Build the :class:`Summary` of one run (statistics in float64)."""
+    """Build the :class:`Summary` of one run (statistics in float64).
+
+    ``scores`` and ``labels`` cover every row; a label is None (or NaN in a float array) where the row has
+    none. ``scored_rows`` is how many of the rows this run scored, for the rate (default: all; fewer
+    when the run continued an interrupted one).
+    """
     values = np.asarray(scores, dtype=np.float64)
     rows = int(values.size)
+    scored = rows if scored_rows is None else scored_rows
     passed = int(np.count_nonzero(values >= threshold)) if threshold is not None else None
     labelled = r = rho = None
     if labels is not None:
-        keep = [i for i, label in enumerate(labels) if label is not None]
-        labelled = len(keep)
+        y_all = np.asarray([np.nan if label is None else label for label in labels], dtype=np.float64)
+        keep = ~np.isnan(y_all)
+        labelled = int(np.count_nonzero(keep))
         if labelled:
-            x = values[keep]
-            y = np.asarray([labels[i] for i in keep], dtype=np.float64)
+            x, y = values[keep], y_all[keep]
             r, rho = pearson(x, y), spearman(x, y)
     return Summary(
         rows=rows,
@@ -119,7 +126,7 @@ def summarize(
         elapsed_s=elapsed_s,
         load_s=load_s,
         score_s=score_s,
-        rows_per_s=rows / score_s if rows and score_s > 0 else None,
+        rows_per_s=scored / score_s if scored and score_s > 0 else None,
         output=output,
         notes=list(notes),
     )

@@ -15,6 +15,7 @@ result is well inside that (it is what makes scoring 500 cases a single native c
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -79,3 +80,23 @@ def score_groups(
     query_of_ref = np.repeat(query_rows, np.diff(offsets))
     similarities = clamped_cosines_f64(embeddings[query_of_ref], embeddings[ref_rows])
     return GroupScores(scores=scores, similarities=similarities, offsets=offsets)
+
+
+def reference_match_scores(
+    embed: Callable[[list[str]], np.ndarray],
+    predicted: Sequence[str],
+    references: Sequence[Sequence[str]],
+    aggregation: str,
+) -> np.ndarray:
+    """eval_lib's reference-match score of each ``predicted[i]`` against its own ``references[i]``.
+
+    ``embed(texts)`` gives the (n, d) embeddings of all the call's texts at once (the encoder embeds each
+    distinct text once); the scores come from one :func:`score_groups` kernel call: (q,) float64 holding
+    the kernel's float32 results, 0.0 for a row with no references (the metric's no-references result).
+    A row's score depends on its own texts only, not on the other rows of the call.
+    """
+    n = len(predicted)
+    flat = [text for refs in references for text in refs]
+    offsets = np.concatenate(([0], np.cumsum([len(refs) for refs in references]))).astype(np.int64)
+    embeddings = embed([*predicted, *flat])
+    return score_groups(embeddings, np.arange(n), n + np.arange(len(flat)), offsets, aggregation).scores

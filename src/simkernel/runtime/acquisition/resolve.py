@@ -90,11 +90,16 @@ def _export_checkpoint(folder: Path, precision: str) -> Path:
 
 
 def resolve_model(
-    model: str | Path = DEFAULT_MODEL, precision: str = "fp32", token: str | None = None
+    model: str | Path = DEFAULT_MODEL,
+    precision: str = "fp32",
+    token: str | None = None,
+    *,
+    download: bool = True,
 ) -> Path:
     """The bundle folder for ``model`` (see the module docstring for the order); may export or download.
 
     ``token``: Hugging Face token for the hub download (private or gated repos); default ``HF_TOKEN``.
+    ``download=False``: only what is on this machine (a local folder, the store), never the hub.
     """
     check_precision(precision)
     if not isinstance(model, (str, os.PathLike)):
@@ -131,6 +136,9 @@ def resolve_model(
     else:
         attempts.append(f"store {folder}: not there (SIMKERNEL_HOME={store.store_root()})")
 
+    if not download:
+        attempts.append("hub: not asked (download=False)")
+        raise ModelNotFoundError(_message(text, attempts))
     try:
         return download_bundle(model_id, precision=precision, token=token)
     except NoOnnxPublishedError as exc:

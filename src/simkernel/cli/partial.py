@@ -1,0 +1,270 @@
+"""The output file of ``simkernel score``: written chunk by chunk beside OUT, renamed onto it when complete.
+
+While a run scores, its output grows in a folder beside OUT, ``.<OUT's name>.simkernel-partial/``::
+
+    output.part          CSV, TSV, JSONL: the header and the rows committed so far
+    chunk-000000.parquet Parquet: one file per committed chunk (merged into one file at the end)
+    scores.f64           the committed rows' scores, float64 little-endian (for the summary on resume)
+    state.json           what the run is (input and options) and how much of it is committed
+    lock                 held (flock) by the run writing the folder
+
+A chunk is committed by appending its rows and scores, flushing them to disk, then replacing
+``state.json`` (write to a temporary name, fsync, rename): a run killed at any moment, SIGKILL included,
+leaves a state that names only rows that are completely on disk. ``--resume`` truncates the files to that
+state and goes on from the next chunk; chunks are cut the same way every time, so the finished OUT is
+byte for byte what an uninterrupted run writes. Only when every row is in does the output replace OUT
+(``os.replace``, atomic on one filesystem); until then OUT is untouched, absent or the old file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import sys
+from array import array
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from simkernel.cli.errors import DataError, UsageError
+from simkernel.cli.writers import OutputLayout
+
+STATE_VERSION = 1
+SUFFIX = ".simkernel-partial"
+
+
+def partial_dir(out: str | Path) -> Path:
+    """The folder that holds OUT's output while it is written."""
+    path = Path(out)
+    return path.parent / f".{path.name}{SUFFIX}"
+
+
+class PartialOutput:
+    """OUT written chunk by chunk (see the module docstring). ``fingerprint`` identifies the run (input
+    file and every option that changes the output); ``resume`` continues a matching earlier run."""
+
+    def __init__(
+        self,
+        out: str,
+        layout: OutputLayout,
+        fingerprint: dict[str, Any],
+        resume: bool,
+        notice: Callable[[str], None],
+    ) -> None:
+        self.out = Path(out)
+        self.layout = layout
+        self.fingerprint = fingerprint
+        self.folder = partial_dir(out)
+        self.rows_done = 0
+        self.resumed_rows = 0
+        self.chunks_done = 0
+        self.scores = array("d")
+        self._lock: Any = None
+        self._text: Any = None
+        self._scores_file: Any = None
+        try:
+            self._open(resume, notice)
+        except OSError as exc:
+            self._close_files()
+            raise DataError(
+                f"cannot write output {str(self.out)!r}: {exc.strerror or exc} ({self.folder}); "
+                "check the folder exists and is writable"
+            ) from None
+
+    # -- starting -----------------------------------------------------------------------------------
+
+    def _open(self, resume: bool, notice: Callable[[str], None]) -> None:
+        self.folder.mkdir(exist_ok=True)
+        self._take_lock()
+        state = self._read_state()
+        if resume and state is not None:
+            self._check_same_run(state)
+            self._continue(state)
+            return
+        if state is not None or any(p.name != "lock" for p in self.folder.iterdir()):
+            rows = state.get("rows", 0) if state else 0
+            notice(
+                f"replacing the unfinished output of an earlier run of {self.out} ({rows} rows) in "
+                f"{self.folder}; pass --resume to continue such a run instead"
+            )
+        elif resume:
+            notice(f"nothing to resume for {self.out}: scoring from the first row")
+        self._start()
+
+    def _take_lock(self) -> None:
+        self._lock = open(self.folder / "lock", "a+b")  # noqa: SIM115 - held for the whole run
+        try:
+            import fcntl
+        except ImportError:  # pragma: no cover - Windows: no advisory lock
+            return
+        try:
+            fcntl.flock(self._lock.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            self._lock.close()
+            self._lock = None
+            raise DataError(
+                f"another simkernel score is writing {self.out} now (it holds {self.folder / 'lock'}); "
+                "wait for it to finish, or write to another --output"
+            ) from None
+
+    def _read_state(self) -> dict[str, Any] | None:
+        try:
+            state = json.loads((self.folder / "state.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        return state if isinstance(state, dict) and state.get("version") == STATE_VERSION else None
+
+    def _check_same_run(self, state: dict[str, Any]) -> None:
+        before = state.get("fingerprint") or {}
+        differ = sorted(
+            k for k in set(before) | set(self.fingerprint) if before.get(k) != self.fingerprint.get(k)
+        )
+        if differ:
+            raise UsageError(
+                f"--resume: the unfinished output in {self.folder} was made with another input or other "
+                f"options (differing: {', '.join(differ)}); run the same command as before, or drop "
+                "--resume to start over"
+            )
+
+    def _start(self) -> None:
+        for entry in self.folder.iterdir():
+            if entry.name == "lock":
+                continue
+            if entry.is_dir():
+                shutil.rmtree(entry)
+            else:
+                entry.unlink()
+        self._scores_file = open(self.folder / "scores.f64", "w+b")  # noqa: SIM115
+        if self.layout.format != "parquet":
+            self._text = open(self.folder / "output.part", "w+b")  # noqa: SIM115
+            self._text.write(self.layout.header())
+        self._sync()
+        self._write_state()
+
+    def _continue(self, state: dict[str, Any]) -> None:
+        self.rows_done = int(state["rows"])
+        self.chunks_done = int(state["chunks"])
+        self._scores_file = open(self.folder / "scores.f64", "r+b")  # noqa: SIM115
+        self._scores_file.truncate(8 * self.rows_done)
+        self._scores_file.seek(0)
+        data = self._scores_file.read()
+        if len(data) != 8 * self.rows_done:
+            raise DataError(
+                f"--resume: {self.folder / 'scores.f64'} is shorter than its state says; "
+                "drop --resume to start over"
+            )
+        self.scores = array("d", np.frombuffer(data, dtype="<f8"))
+        self.resumed_rows = self.rows_done
+        self._scores_file.seek(0, os.SEEK_END)
+        if self.layout.format == "parquet":
+            for part in self.folder.glob("chunk-*.parquet*"):
+                if not part.name.endswith(".parquet") or int(part.stem.split("-")[1]) >= self.chunks_done:
+                    part.unlink()
+        else:
+            self._text = open(self.folder / "output.part", "r+b")  # noqa: SIM115
+            self._text.truncate(int(state["bytes"]))
+            self._text.seek(0, os.SEEK_END)
+
+    # -- committing ---------------------------------------------------------------------------------
+
+    def commit(self, payload: Any, scores: list[float]) -> None:
+        """Add one scored chunk: its output (bytes, or a pyarrow Table for Parquet) and its scores."""
+        try:
+            if self.layout.format == "parquet":
+                from simkernel.cli.parquet import write_part
+
+                name = self.folder / f"chunk-{self.chunks_done:06d}.parquet"
+                write_part(payload, str(name) + ".tmp")
+                with open(str(name) + ".tmp", "rb") as part:
+                    os.fsync(part.fileno())
+                os.replace(str(name) + ".tmp", name)
+            else:
+                self._text.write(payload)
+            self._scores_file.write(np.asarray(scores, dtype="<f8").tobytes())
+            self._sync()
+            self.rows_done += len(scores)
+            self.chunks_done += 1
+            self.scores.extend(scores)
+            self._write_state()
+        except OSError as exc:
+            raise DataError(f"cannot write output {str(self.out)!r}: {exc.strerror or exc}") from None
+
+    def _sync(self) -> None:
+        for handle in (self._text, self._scores_file):
+            if handle is not None:
+                handle.flush()
+                os.fsync(handle.fileno())
+
+    def _write_state(self) -> None:
+        state = {
+            "version": STATE_VERSION,
+            "fingerprint": self.fingerprint,
+            "rows": self.rows_done,
+            "chunks": self.chunks_done,
+            "bytes": self._text.tell() if self._text is not None else 0,
+        }
+        tmp = self.folder / "state.json.tmp"
+        with open(tmp, "w", encoding="utf-8") as handle:
+            json.dump(state, handle)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, self.folder / "state.json")
+
+    # -- finishing ----------------------------------------------------------------------------------
+
+    def finish(self) -> None:
+        """Put the complete output onto OUT (atomically) and remove the folder."""
+        try:
+            if self.layout.format == "parquet":
+                final = self._merge_parts()
+            else:
+                self._sync()
+                self._text.close()
+                self._text = None
+                final = self.folder / "output.part"
+            os.replace(final, self.out)
+        except OSError as exc:
+            raise DataError(f"cannot write output {str(self.out)!r}: {exc.strerror or exc}") from None
+        self._close_files()
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+    def _merge_parts(self) -> Path:
+        from simkernel.cli.parquet import StreamWriter, read_part
+
+        final = self.folder / "output.parquet"
+        with open(final, "wb") as sink:
+            writer = StreamWriter(sink)
+            for index in range(self.chunks_done):
+                writer.write(read_part(str(self.folder / f"chunk-{index:06d}.parquet")))
+            if self.chunks_done == 0:
+                writer.write(self.layout.empty())
+            writer.close()
+            sink.flush()
+            os.fsync(sink.fileno())
+        return final
+
+    def keep_for_resume(self) -> None:
+        """Stop writing, keeping what is committed for ``--resume`` (after an interruption)."""
+        self._close_files()
+
+    def discard(self) -> None:
+        """Stop writing and remove the folder (after an error that a rerun would meet again)."""
+        self._close_files()
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+    def _close_files(self) -> None:
+        for name in ("_text", "_scores_file", "_lock"):
+            handle = getattr(self, name)
+            if handle is not None:
+                with contextlib.suppress(OSError):
+                    handle.close()
+                setattr(self, name, None)
+
+
+def print_notice(message: str) -> None:
+    """A one-line notice on stderr."""
+    print(f"simkernel: note: {message}", file=sys.stderr, flush=True)

@@ -1,0 +1,68 @@
+"""simkernel on Ray Data: callable classes for ``Dataset.map_batches`` (the ``ray`` extra).
+
+Each class loads its model once per actor, in ``__init__``, and scores whole batches::
+
+    import ray
+    from simkernel.ray import SASScorer
+
+    ds = ray.data.read_parquet("answers.parquet")
+    ds = ds.map_batches(SASScorer, fn_constructor_kwargs=dict(model="sentence-transformers/all-MiniLM-L6-v2"),
+                        concurrency=4, num_cpus=1, batch_size=4096, batch_format="pandas")
+    ds.write_parquet("scored/")
+
+- :class:`SASScorer`: Haystack's semantic answer similarity (``SASEvaluator``) of ``predicted`` against
+  ``ground_truth`` (a text, or a list of correct answers: the best one counts); float32 ``score``.
+- :class:`ReferenceMatchScorer`: eval_lib's ``ReferenceMatchMetric`` score of ``predicted`` against the
+  list in ``references`` (a list, or a JSON list in a string), max or mean; float64 ``score``.
+- :class:`Embedder`: the float32 embedding of ``text`` (a fixed-size list column).
+
+Batches may be pandas DataFrames (``batch_format="pandas"``), pyarrow Tables (``"pyarrow"``) or dicts of
+numpy arrays (``"numpy"``); each class returns the batch's own columns plus its output column, in the
+same format and row order. What they do for the user:
+
+- threads: each actor runs onnxruntime on as many threads as the CPUs Ray gave it (``num_cpus``), not on
+  one per host core (onnxruntime ignores ``OMP_NUM_THREADS``; four actors on a 16-core host would
+  otherwise start 64 threads);
+- the model: an actor resolves it as everywhere (a local folder, the node's store, the hub); a node that
+  has neither gets it from a node of the cluster that has it (the driver's, when the driver prepared or
+  downloaded it), through Ray's object store, installed into that node's store atomically and once
+  (``ship_model=True``, the default);
+- order: Ray Data spreads work by blocks and keeps row order only with
+  ``DataContext.get_current().execution_options.preserve_order = True``; a dataset of one block runs on one
+  actor. ``simkernel score --engine ray`` does both for you (see the README).
+
+Importing this module does not import ray; the classes import it when an actor builds them.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+_LAZY = {
+    "SASScorer": "simkernel.ray.scorers",
+    "ReferenceMatchScorer": "simkernel.ray.scorers",
+    "Embedder": "simkernel.ray.scorers",
+    "actor_threads": "simkernel.ray.resources",
+    "ensure_model": "simkernel.ray.shipping",
+}
+
+__all__ = list(_LAZY)
+
+if TYPE_CHECKING:  # pragma: no cover
+    from simkernel.ray.resources import actor_threads  # noqa: F401
+    from simkernel.ray.scorers import Embedder, ReferenceMatchScorer, SASScorer  # noqa: F401
+    from simkernel.ray.shipping import ensure_model  # noqa: F401
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'simkernel.ray' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))

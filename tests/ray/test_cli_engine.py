@@ -1,0 +1,135 @@
+"""``simkernel score --engine ray`` on a real two-node Ray cluster (loopback): the output file equals the
+local engine's byte for byte (CSV, and Parquet with lists of ground truths), the second node gets the
+model by shipping, and a worker killed with SIGKILL mid-job still leaves a complete, identical output."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from tests.cli.scale_data import distinct_rows, write_csv
+
+from simkernel.cli.partial import partial_dir
+from simkernel.cli.ray_engine import block_rows
+from simkernel.runtime.acquisition import store
+
+N = 160
+CHUNK = 40
+MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+
+
+def score(argv: list, env: dict | None = None, timeout: float = 600) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "simkernel", "score", *map(str, argv)],
+        capture_output=True,
+        env=env,
+        timeout=timeout,
+        check=False,
+    )
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("ray-cli")
+    write_csv(distinct_rows(N), folder / "in.csv")
+    return folder
+
+
+@pytest.fixture(scope="module")
+def local_csv(data) -> bytes:
+    """The local engine's output of in.csv (this process's environment, no Ray)."""
+    result = score(
+        [data / "in.csv", "-q", "-o", data / "local.csv", "--chunk-rows", CHUNK, "--label", "label"]
+    )
+    assert result.returncode == 0, result.stderr.decode()
+    return (data / "local.csv").read_bytes()
+
+
+def test_csv_output_equals_the_local_engine_and_the_model_is_shipped(ray_cluster, data, local_csv):
+    shipped = store.MANIFEST
+    worker_bundle = ray_cluster.worker_home / "models" / MODEL.replace("/", "--")
+    assert not worker_bundle.exists()  # node 2 starts with an empty store
+    out, summary = data / "ray.csv", data / "ray.json"
+    result = score(
+        [data / "in.csv", "-o", out, "--chunk-rows", CHUNK, "--label", "label", "--summary-json", summary]
+        + ["--engine", "ray", "--address", ray_cluster.address, "--workers", 2],
+        env=ray_cluster.env(),
+    )
+    err = result.stderr.decode()
+    assert result.returncode == 0, err
+    assert out.read_bytes() == local_csv
+    assert not partial_dir(out).exists()
+    # the summary is the local engine's, and nothing but the summary reached stderr
+    figures = json.loads(summary.read_text(encoding="utf-8"))
+    assert figures["rows"] == N and "Ray cluster 127.0.0.1" in figures["description"]
+    assert err.startswith("simkernel score: 160 rows, mode sas, model sentence-transformers/all-MiniLM-L6-v2")
+    assert "WARNING" not in err and "INFO" not in err
+    # node 2 had no model: an actor there received it from node 1, complete and checked
+    assert (worker_bundle / shipped).is_file() and (worker_bundle / "model.onnx").is_file()
+    source = store.model_dir(MODEL)
+    for name in ("model.onnx", "tokenizer.json", shipped):
+        assert (worker_bundle / name).read_bytes() == (source / name).read_bytes()
+    store.verify_bundle(worker_bundle, check_hashes=True)
+    assert not list((ray_cluster.worker_home / "tmp").glob("stage-*"))  # no staging folder left over
+
+
+def test_parquet_with_lists_of_ground_truths_equals_the_local_engine(ray_cluster, data):
+    rows = distinct_rows(60)
+    for i, row in enumerate(
+        rows
+    ):  # several correct answers on some rows (the best one counts), one on others
+        row["ground_truth"] = [row["ground_truth"], f"another answer {i}", "Москва"][: 1 + 2 * (i % 7 == 0)]
+    pq.write_table(pa.Table.from_pylist(rows), data / "in.parquet")  # ground_truth: list<string>
+    common = [data / "in.parquet", "--chunk-rows", 25, "-q"]
+    local = score([*common, "-o", data / "local.parquet"])
+    assert local.returncode == 0, local.stderr.decode()
+    remote = score(
+        [*common, "-o", data / "ray.parquet", "--engine", "ray", "--address", ray_cluster.address],
+        env=ray_cluster.env(),
+    )
+    assert remote.returncode == 0, remote.stderr.decode()
+    assert (data / "ray.parquet").read_bytes() == (data / "local.parquet").read_bytes()
+    scored = pq.read_table(data / "ray.parquet")
+    assert scored.schema.field("score").type == pa.float32() and scored.num_rows == 60
+
+
+def test_a_worker_killed_mid_job_still_gives_the_identical_output(ray_cluster, data, local_csv):
+    out = data / "killed.csv"
+    argv = [data / "in.csv", "-q", "-o", out, "--chunk-rows", CHUNK, "--label", "label"]
+    argv += ["--engine", "ray", "--address", ray_cluster.address, "--workers", 2]
+    process = subprocess.Popen(
+        [sys.executable, "-m", "simkernel", "score", *map(str, argv)],
+        env=ray_cluster.env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    victim = None
+    deadline = time.monotonic() + 300
+    while victim is None and process.poll() is None and time.monotonic() < deadline:
+        # a scoring actor that has started work: the process Ray titles after its task
+        busy = ray_cluster.worker_processes("MapWorker(MapBatches(SASScorer)).submit")
+        if busy:
+            victim = busy[0]
+            break
+        time.sleep(0.05)
+    assert victim is not None, "no scoring worker was seen at work"
+    os.kill(victim, signal.SIGKILL)
+    _, err = process.communicate(timeout=600)
+    assert process.returncode == 0, err.decode()
+    assert out.read_bytes() == local_csv  # Ray restarted the actor and retried its blocks
+
+
+@pytest.mark.parametrize(
+    ("rows", "workers", "expected"),
+    [(160, 2, 20), (100_000, 2, 10_000), (10, 4, 16), (1_000_000, 40, 6_250)],
+)
+def test_blocks_give_every_worker_several(rows, workers, expected):
+    assert block_rows(rows, workers, chunk_rows=10_000) == expected
