@@ -11,7 +11,8 @@ import sys
 import pytest
 
 from simkernel.cli.errors import DataError, UsageError
-from simkernel.cli.io import format_of, read_table, write_table
+from simkernel.cli.io import format_of
+from simkernel.cli.tables import read_table, write_table
 
 
 def test_format_by_extension():

@@ -15,11 +15,11 @@ import time
 
 from simkernel.cli.engines import score_in_chunks
 from simkernel.cli.errors import DataError
-from simkernel.cli.io import read_table
 from simkernel.cli.modes import DEFAULT_PRECISION, make_scorer
 from simkernel.cli.rows import ChunkInputs as Inputs
 from simkernel.cli.rows import columns_of, read_inputs
 from simkernel.cli.score import check_mode_options
+from simkernel.cli.tables import read_table
 from simkernel.runtime.acquisition.registry import DEFAULT_MODEL
 
 FIXED_THRESHOLD = 0.7  # eval_lib's default, shown for comparison
@@ -36,7 +36,7 @@ def run_calibrate(args: argparse.Namespace) -> int:
     inputs = read_inputs(table, columns_of(args), args)
     all_labels = inputs.labels or []
     keep = [i for i, label in enumerate(all_labels) if label is not None]
-    labels = [all_labels[i] for i in keep]
+    labels: list[float] = [label for label in all_labels if label is not None]
     if len(keep) < 2:
         raise DataError(
             f"{table.source} has {len(keep)} row(s) with a label in {args.label!r}; calibration needs at least 2 labelled rows of both kinds"

@@ -12,9 +12,7 @@ once through the same code, for callers whose tables are small.
 from __future__ import annotations
 
 import os
-import sys
 import tempfile
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -71,49 +69,6 @@ def format_of(path: str, explicit: str | None = None) -> str | None:
             f"cannot tell the format of {path!r} from its extension {suffix or '(none)'!r}; use one of {known}, or say it with --input-format/--output-format csv|tsv|jsonl|parquet"
         )
     return _EXTENSIONS[suffix]
-
-
-def read_table(path: str, fmt: str | None = None) -> Table:
-    """Read the whole of ``path`` (or stdin for ``-``) as a :class:`Table`; ``fmt`` overrides the extension.
-
-    Raises :class:`DataError` naming the line for anything unreadable (bad UTF-8, a malformed CSV
-    record, a row with more or fewer fields than the header, a line that is not a JSON object).
-    """
-    from simkernel.cli.readers import open_table
-
-    with open_table(path, fmt) as reader:
-        rows: list[dict[str, Any]] = []
-        lines: list[int] = []
-        columns: dict[str, None] = dict.fromkeys(reader.columns)
-        for chunk in reader.chunks(65536):
-            rows.extend(chunk.rows)
-            lines.extend(chunk.lines)
-            if reader.format == "jsonl":
-                for row in chunk.rows:
-                    columns.update(dict.fromkeys(row))
-        return Table(list(columns), rows, lines, reader.format, reader.source)
-
-
-def write_table(
-    rows: Sequence[dict[str, Any]], columns: Sequence[str], path: str, fmt: str | None = None
-) -> None:
-    """Write ``rows`` to ``path`` (stdout for ``-``) as CSV, TSV or JSONL, in the given order.
-
-    CSV/TSV get a header of ``columns`` and one record per row (a value a row lacks is written empty;
-    floats in shortest round-trip form, booleans as ``true``/``false``, lists and objects as JSON).
-    JSONL writes each row's own keys in order. A file is written to a temporary name and renamed, so
-    an interrupted run never leaves half a file (and OUT may be the input file itself).
-    """
-    from simkernel.cli.writers import render_rows
-
-    fmt = format_of(path, fmt) or "csv"
-    data = render_rows(rows, columns, fmt, header=True)
-    if path == STDIO:
-        sys.stdout.flush()
-        sys.stdout.buffer.write(data)
-        sys.stdout.buffer.flush()
-        return
-    write_atomically(Path(path), data)
 
 
 def umask() -> int:

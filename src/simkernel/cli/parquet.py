@@ -16,6 +16,7 @@ from typing import Any
 
 from simkernel._optional import import_optional
 from simkernel.cli.errors import DataError
+from simkernel.cli.rows import Chunk
 
 SCORE_TYPES = {"sas": "float32", "reference": "float64", "exact": "int64"}
 
@@ -46,9 +47,8 @@ def _open(path: str, source: str) -> Any:
 
 
 def parquet_chunks(path: str, chunk_rows: int, skip_rows: int = 0) -> Iterator[Any]:
-    """:class:`~simkernel.cli.readers.Chunk` s of exactly ``chunk_rows`` rows (the last fewer), each with its
+    """:class:`~simkernel.cli.rows.Chunk` s of exactly ``chunk_rows`` rows (the last fewer), each with its
     rows as Python values and as a pyarrow Table; row numbers are 1-based."""
-    from simkernel.cli.readers import Chunk
 
     pa = pyarrow()
     handle = _open(path, path)
@@ -102,8 +102,7 @@ def unify(schema: Any, rows: list[dict[str, Any]], columns: Sequence[str], sourc
         widened = pa.unify_schemas([schema, table.schema], promote_options="permissive")
     except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as exc:
         raise DataError(
-            f"{source}: a column holds values of different kinds ({exc}); a Parquet column has one type: "
-            "write CSV or JSONL output instead, or give the column one kind of value"
+            f"{source}: a column holds values of different kinds ({exc}); a Parquet column has one type: write CSV or JSONL output instead, or give the column one kind of value"
         ) from None
     return widened
 

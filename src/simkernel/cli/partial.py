@@ -71,8 +71,7 @@ class PartialOutput:
         except OSError as exc:
             self._close_files()
             raise DataError(
-                f"cannot write output {str(self.out)!r}: {exc.strerror or exc} ({self.folder}); "
-                "check the folder exists and is writable"
+                f"cannot write output {str(self.out)!r}: {exc.strerror or exc} ({self.folder}); check the folder exists and is writable"
             ) from None
 
     # -- starting -----------------------------------------------------------------------------------
@@ -107,8 +106,7 @@ class PartialOutput:
             self._lock.close()
             self._lock = None
             raise DataError(
-                f"another simkernel score is writing {self.out} now (it holds {self.folder / 'lock'}); "
-                "wait for it to finish, or write to another --output"
+                f"another simkernel score is writing {self.out} now (it holds {self.folder / 'lock'}); wait for it to finish, or write to another --output"
             ) from None
 
     def _read_state(self) -> dict[str, Any] | None:
@@ -125,9 +123,7 @@ class PartialOutput:
         )
         if differ:
             raise UsageError(
-                f"--resume: the unfinished output in {self.folder} was made with another input or other "
-                f"options (differing: {', '.join(differ)}); run the same command as before, or drop "
-                "--resume to start over"
+                f"--resume: the unfinished output in {self.folder} was made with another input or other options (differing: {', '.join(differ)}); run the same command as before, or drop --resume to start over"
             )
 
     def _start(self) -> None:
@@ -154,8 +150,7 @@ class PartialOutput:
         data = self._scores_file.read()
         if len(data) != 8 * self.rows_done:
             raise DataError(
-                f"--resume: {self.folder / 'scores.f64'} is shorter than its state says; "
-                "drop --resume to start over"
+                f"--resume: {self.folder / 'scores.f64'} is shorter than its state says; drop --resume to start over"
             )
         self.scores = array("d", np.frombuffer(data, dtype="<f8"))
         self.resumed_rows = self.rows_done

@@ -64,8 +64,7 @@ class RayEngine:
         cluster_cpus = int(self._ray.cluster_resources().get("CPU", 0))
         if cluster_cpus < self.cpus:
             raise DataError(
-                f"the Ray cluster has {cluster_cpus} CPU(s), fewer than the {self.cpus} each worker needs "
-                "(--threads); lower --threads or add nodes"
+                f"the Ray cluster has {cluster_cpus} CPU(s), fewer than the {self.cpus} each worker needs (--threads); lower --threads or add nodes"
             )
         if self.workers is None:
             self.workers = max(1, cluster_cpus // self.cpus)
@@ -175,8 +174,7 @@ def _connect(address: str | None) -> Any:
     except (ConnectionError, RuntimeError, ValueError) as exc:
         where = address or "this machine"
         raise DataError(
-            f"cannot start or reach Ray at {where} ({' '.join(str(exc).split())[:300]}); check --address "
-            "(auto, or HOST:PORT of the head node) and that the cluster is running (ray status)"
+            f"cannot start or reach Ray at {where} ({' '.join(str(exc).split())[:300]}); check --address (auto, or HOST:PORT of the head node) and that the cluster is running (ray status)"
         ) from None
     return ray
 
@@ -199,8 +197,7 @@ def _regroup(batches: Any, sizes: list[int]) -> Iterator[list[float]]:
         rows = batch.column("row").to_pylist()
         if rows != list(range(expected_row, expected_row + len(rows))):  # pragma: no cover - Ray's promise
             raise DataError(
-                f"Ray returned rows out of order (row {rows[0] if rows else '?'} where {expected_row} was "
-                "due); nothing was written to OUT, run again"
+                f"Ray returned rows out of order (row {rows[0] if rows else '?'} where {expected_row} was due); nothing was written to OUT, run again"
             )
         expected_row += len(rows)
         pending.extend(batch.column("score").to_pylist())

@@ -29,24 +29,9 @@ from typing import Any
 
 from simkernel.cli.errors import DataError
 from simkernel.cli.io import STDIO, format_of
+from simkernel.cli.rows import Chunk
 
 _DELIMITERS = {"csv": ",", "tsv": "\t"}
-
-
-@dataclass
-class Chunk:
-    """Consecutive rows of the input: ``rows[i]`` maps column name to value (strings for CSV/TSV, JSON
-    values for JSONL, Python values for Parquet; a key a JSONL row lacks is absent), ``lines[i]`` is where
-    row ``i`` starts (1-based line, or row in Parquet), ``first`` the index of ``rows[0]`` in the input.
-    ``arrow`` is the rows as a pyarrow Table for Parquet input (its column types kept), else None."""
-
-    rows: list[dict[str, Any]]
-    lines: list[int]
-    first: int
-    arrow: Any = None
-
-    def __len__(self) -> int:
-        return len(self.rows)
 
 
 @dataclass
@@ -216,8 +201,7 @@ def _delimited_rows(reader: TableReader, header_only: bool = False) -> Iterator[
             continue
         if len(record) != len(header):
             raise DataError(
-                f"{reader.source} line {start}: {len(record)} fields where the header has {len(header)} "
-                f"({', '.join(header)}); quote fields that contain the delimiter or a line break"
+                f"{reader.source} line {start}: {len(record)} fields where the header has {len(header)} ({', '.join(header)}); quote fields that contain the delimiter or a line break"
             )
         yield start, dict(zip(header, record, strict=True))
     if header is None:
@@ -248,18 +232,15 @@ def _jsonl_rows(reader: TableReader) -> Iterator[tuple[int, dict[str, Any]]]:
             row = json.loads(line)
         except json.JSONDecodeError as exc:
             raise DataError(
-                f"{source} line {number}: not valid JSON ({exc.msg} at column {exc.colno}); "
-                "each line must hold one JSON object"
+                f"{source} line {number}: not valid JSON ({exc.msg} at column {exc.colno}); each line must hold one JSON object"
             ) from None
         if "\\u" in line and _has_lone_surrogate(row):
             raise DataError(
-                f"{source} line {number}: a \\u escape gives a lone surrogate (U+D800-U+DFFF without its "
-                "pair), which is not Unicode text; fix that escape"
+                f"{source} line {number}: a \\u escape gives a lone surrogate (U+D800-U+DFFF without its pair), which is not Unicode text; fix that escape"
             )
         if not isinstance(row, dict):
             raise DataError(
-                f"{source} line {number}: a JSON {type(row).__name__} where a JSON object is expected; "
-                'each line must hold one object like {"predicted": "...", "ground_truth": "..."}'
+                f'{source} line {number}: a JSON {type(row).__name__} where a JSON object is expected; each line must hold one object like {{"predicted": "...", "ground_truth": "..."}}'
             )
         yield number, row
 

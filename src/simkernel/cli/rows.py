@@ -16,6 +16,23 @@ from typing import Any
 
 from simkernel.cli.errors import DataError
 
+
+@dataclass
+class Chunk:
+    """Consecutive rows of the input: ``rows[i]`` maps column name to value (strings for CSV/TSV, JSON
+    values for JSONL, Python values for Parquet; a key a JSONL row lacks is absent), ``lines[i]`` is where
+    row ``i`` starts (1-based line, or row in Parquet), ``first`` the index of ``rows[0]`` in the input.
+    ``arrow`` is the rows as a pyarrow Table for Parquet input (its column types kept), else None."""
+
+    rows: list[dict[str, Any]]
+    lines: list[int]
+    first: int
+    arrow: Any = None
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+
 DEFAULT_COLUMNS = {"predicted": "predicted", "ground_truth": "ground_truth", "references": "references"}
 FLAGS = {"predicted": "--predicted", "ground_truth": "--ground-truth", "references": "--references"}
 _MAX_LISTED_LINES = 5
@@ -92,8 +109,7 @@ def check_columns(
             if role == "ground_truth" and DEFAULT_COLUMNS["references"] in found_columns:
                 other_mode = f", or score against {DEFAULT_COLUMNS['references']!r} with --mode reference"
             raise DataError(
-                f"{source} has no column {name!r} (columns found: {found}); "
-                f"name the column of the {role.replace('_', ' ')} texts with {FLAGS[role]} COLUMN"
+                f"{source} has no column {name!r} (columns found: {found}); name the column of the {role.replace('_', ' ')} texts with {FLAGS[role]} COLUMN"
                 + other_mode
             )
     if args.label is not None and args.label not in found_columns:
@@ -218,7 +234,7 @@ def _describe(value: Any) -> str:
 
 
 def _text_list(
-    values: list, column: str, line: int, problems: RowProblems, allow_empty: bool, what: str
+    values: list | tuple, column: str, line: int, problems: RowProblems, allow_empty: bool, what: str
 ) -> list[str]:
     texts: list[str] = []
     for index, item in enumerate(values):

@@ -119,8 +119,7 @@ def _check_options(args: argparse.Namespace) -> None:
         )
     if args.engine == "ray" and args.mode == "exact":
         raise UsageError(
-            "--engine ray does not apply to --mode exact (it loads no model and runs locally at millions of "
-            "rows/s); drop --engine ray"
+            "--engine ray does not apply to --mode exact (it loads no model and runs locally at millions of rows/s); drop --engine ray"
         )
     if args.resume and args.file == STDIO:
         raise UsageError("--resume needs FILE to be a file: stdin cannot be read again; save it to a file")

@@ -22,8 +22,7 @@ def _kind(batch: Any) -> str:
     if module.startswith("pyarrow"):
         return "pyarrow"
     raise TypeError(
-        f"a batch must be a pandas DataFrame, a pyarrow Table or a dict of numpy arrays, got "
-        f"{type(batch).__name__}; pass batch_format='pandas', 'pyarrow' or 'numpy' to map_batches"
+        f"a batch must be a pandas DataFrame, a pyarrow Table or a dict of numpy arrays, got {type(batch).__name__}; pass batch_format='pandas', 'pyarrow' or 'numpy' to map_batches"
     )
 
 
@@ -40,8 +39,7 @@ def column(batch: Any, name: str, role: str) -> list[Any]:
     """The values of column ``name`` as Python values (lists for list cells); a clear error if missing."""
     if name not in _names(batch):
         raise KeyError(
-            f"the batch has no column {name!r} (columns: {', '.join(_names(batch)) or 'none'}); name the "
-            f"column of the {role} with {role.replace(' ', '_')}=..."
+            f"the batch has no column {name!r} (columns: {', '.join(_names(batch)) or 'none'}); name the column of the {role} with {role.replace(' ', '_')}=..."
         )
     kind = _kind(batch)
     if kind == "pyarrow":

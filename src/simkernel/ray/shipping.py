@@ -68,8 +68,7 @@ def ensure_model(model: str, precision: str = "fp32", ship_model: bool = True) -
     shipped = _fetch_from_cluster(model, precision)
     if shipped is None:
         raise ModelNotFoundError(
-            f"{error}\nNo other node of the Ray cluster has it either (asked every alive node); prepare it "
-            "on the driver's node (simkernel models prepare ID) and run again."
+            f"{error}\nNo other node of the Ray cluster has it either (asked every alive node); prepare it on the driver's node (simkernel models prepare ID) and run again."
         ) from None
     return shipped
 
