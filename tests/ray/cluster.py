@@ -16,6 +16,7 @@ turned off in that process only.
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -30,6 +31,8 @@ LOOPBACK_ENV = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}
 # a shared 2-core machine starts Ray's agents and workers slowly: wait for them longer than Ray's defaults
 SLOW_MACHINE_ENV = {
     "RAY_USAGE_STATS_ENABLED": "0",
+    # a loopback cluster of one test: no token (a token left in ~/.ray by another Ray would be required)
+    "RAY_AUTH_MODE": "disabled",
     "RAY_agent_register_timeout_ms": "180000",
     "RAY_raylet_start_wait_time_s": "180",
     "RAY_worker_register_timeout_seconds": "180",
@@ -199,11 +202,14 @@ class LoopbackCluster:
         table = _processes()
         return sorted(pid for pid in processes_of(str(self.temp_dir)) if name in table.get(pid, (0, ""))[1])
 
-    def stop(self) -> None:
-        """Kill every process of this cluster (SIGKILL), then check that none is left."""
+    def stop(self, remove: bool = False) -> None:
+        """Kill every process of this cluster (SIGKILL), then check that none is left; ``remove``: also
+        delete its folder (logs, the second node's store)."""
         for _ in range(50):
             pids = processes_of(str(self.temp_dir))
             if not pids:
+                if remove:
+                    shutil.rmtree(self.root, ignore_errors=True)
                 return
             for pid in pids:
                 try:
@@ -223,6 +229,6 @@ def start_cluster(head_home: Path) -> LoopbackCluster:
     try:
         cluster.start(head_home)
     except BaseException:
-        cluster.stop()
+        cluster.stop(remove=True)
         raise
     return cluster

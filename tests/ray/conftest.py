@@ -20,7 +20,7 @@ def ray_cluster(minilm_in_store):
     try:
         yield cluster
     finally:
-        cluster.stop()
+        cluster.stop(remove=True)
 
 
 @pytest.fixture(scope="session")

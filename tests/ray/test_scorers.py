@@ -40,7 +40,7 @@ def test_the_readme_pipeline_scores_as_the_python_api(ray_driver, tmp_path, mini
         SASScorer,
         fn_constructor_kwargs=dict(model=MODEL),
         compute=ray.data.ActorPoolStrategy(size=2),
-        num_cpus=1,
+        num_cpus=0.5,  # two 1-CPU nodes: leave CPU for the read and write tasks
         batch_size=8,
         batch_format="pandas",
     )

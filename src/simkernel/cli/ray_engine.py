@@ -16,8 +16,11 @@ row's score does not depend on its batch-mates: the output equals the local engi
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import math
 import os
+import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -28,6 +31,7 @@ from simkernel.runtime.acquisition.registry import DEFAULT_MODEL
 
 BLOCKS_PER_WORKER = 4  # enough blocks that a slow or restarted worker does not hold up the others
 MIN_BLOCK_ROWS = 16
+ACTOR_START_TIMEOUT_S = 900  # a worker's start: Ray's worker process, the model fetched and loaded
 
 
 class RayEngine:
@@ -45,7 +49,7 @@ class RayEngine:
         self.chunk_rows = args.chunk_rows
         self.notes: list[str] = []
         self._ray: Any = None
-        self._started_here = False
+        self._native_log: NativeStderr | None = None
 
     @property
     def description(self) -> str:
@@ -59,8 +63,8 @@ class RayEngine:
         from simkernel.runtime import resolve_model
 
         resolve_model(self.model, self.precision)  # a missing model fails now, with the usual message
+        self._native_log = NativeStderr()
         self._ray = _connect(self.address)
-        self._started_here = self.address is None
         cluster_cpus = int(self._ray.cluster_resources().get("CPU", 0))
         if cluster_cpus < self.cpus:
             raise DataError(
@@ -68,6 +72,11 @@ class RayEngine:
             )
         if self.workers is None:
             self.workers = max(1, cluster_cpus // self.cpus)
+        if self.workers * self.cpus > cluster_cpus:
+            raise DataError(
+                f"--workers {self.workers} x --threads {self.cpus} needs {self.workers * self.cpus} CPUs; the "
+                f"Ray cluster has {cluster_cpus}: lower --workers or add nodes"
+            )
 
     def scores(self, inputs: Iterator[ChunkInputs], rows: int) -> Iterator[list[float]]:
         """Each chunk's scores, in order: every block is put into the object store first (memory here
@@ -90,6 +99,9 @@ class RayEngine:
         context = DataContext.get_current()
         context.execution_options.preserve_order = True
         context.enable_progress_bars = False
+        # every worker loaded (and its model fetched) before the first block is handed out: the blocks are
+        # spread over all of them, and a worker that cannot start fails the run here
+        context.wait_for_min_actors_s = ACTOR_START_TIMEOUT_S
         scored = ray.data.from_arrow_refs(refs).map_batches(
             self._scorer_class(),
             fn_constructor_kwargs=self._scorer_kwargs(),
@@ -103,7 +115,9 @@ class RayEngine:
         except Exception as exc:
             if not type(exc).__module__.startswith("ray"):
                 raise
-            raise DataError(f"the Ray workers failed: {_cause(exc)}") from None
+            log = self._native_log.keep() if self._native_log else None
+            where = f" (Ray's own log lines: {log})" if log else ""
+            raise DataError(f"the Ray workers failed: {_cause(exc)}{where}") from None
         del refs
 
     def _block(self, pa: Any, chunk: ChunkInputs, start: int, stop: int, first_row: int) -> Any:
@@ -137,9 +151,55 @@ class RayEngine:
         return kwargs
 
     def close(self) -> None:
-        """Stop the Ray instance this engine started (a cluster it connected to keeps running)."""
-        if self._ray is not None and self._ray.is_initialized():
-            self._ray.shutdown()
+        """Disconnect (a Ray instance started here stops; a cluster keeps running)."""
+        try:
+            if self._ray is not None and self._ray.is_initialized():
+                self._ray.shutdown()
+        finally:
+            if self._native_log is not None:
+                self._native_log.stop()
+                self._native_log = None
+
+
+class NativeStderr:
+    """While a Ray job runs, Ray's native (C++) parts write log lines straight to file descriptor 2
+    (the level set from an environment variable, arguments held in the object store, ...), which would
+    mix with the command's own output. This sends descriptor 2 to a log file in the temporary folder
+    and gives Python's ``sys.stderr`` (the progress bar, the summary, errors) a copy of the original, so
+    the terminal sees only the command. :meth:`stop` restores both and removes the log unless
+    :meth:`keep` was called (after a failure, to point at it)."""
+
+    def __init__(self) -> None:
+        import tempfile
+
+        sys.stderr.flush()
+        handle, self.path = tempfile.mkstemp(prefix="simkernel-ray-", suffix=".log")
+        self._saved = os.dup(2)
+        os.dup2(handle, 2)
+        os.close(handle)
+        self._python_stderr = sys.stderr
+        try:
+            uses_fd2 = sys.stderr.fileno() == 2
+        except (AttributeError, OSError, ValueError, io.UnsupportedOperation):
+            uses_fd2 = False  # captured or replaced: it does not write to descriptor 2
+        if uses_fd2:
+            sys.stderr = open(os.dup(self._saved), "w", encoding="utf-8", errors="backslashreplace")  # noqa: SIM115
+        self._kept = False
+
+    def keep(self) -> str:
+        self._kept = True
+        return self.path
+
+    def stop(self) -> None:
+        if sys.stderr is not self._python_stderr:
+            sys.stderr.flush()
+            sys.stderr.close()
+            sys.stderr = self._python_stderr
+        os.dup2(self._saved, 2)
+        os.close(self._saved)
+        if not self._kept:
+            with contextlib.suppress(OSError):
+                os.unlink(self.path)
 
 
 def block_rows(rows: int, workers: int, chunk_rows: int) -> int:
@@ -158,8 +218,7 @@ def _connect(address: str | None) -> Any:
         os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
     # the summary and one-line errors are the command's output: Ray Data's progress lines and the core's
     # log lines stay in the session's log files (a worker's failure still comes back as an exception)
-    os.environ.setdefault("RAY_DATA_LOG_LEVEL", "WARNING")
-    os.environ.setdefault("RAY_BACKEND_LOG_LEVEL", "fatal")
+    os.environ.setdefault("RAY_DATA_LOG_LEVEL", "ERROR")
     from simkernel.ray.resources import ray_module
 
     ray = ray_module("--engine ray")

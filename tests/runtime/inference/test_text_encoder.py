@@ -239,7 +239,7 @@ def test_corrupt_model_file_names_file_and_fix(default_bundle, tmp_path):
 
 
 def test_corrupt_tokenizer_names_file(default_bundle, tmp_path):
-    folder = _copy_bundle(default_bundle, tmp_path / "bundle")
+    folder = shutil.copytree(default_bundle, tmp_path / "bundle")  # whole: only the tokenizer is wrong
     (folder / "tokenizer.json").write_text("{not json")
     with pytest.raises(ModelError, match=r"tokenizer\.json"):
         TextEncoder(folder)
