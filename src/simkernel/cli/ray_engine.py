@@ -74,8 +74,7 @@ class RayEngine:
             self.workers = max(1, cluster_cpus // self.cpus)
         if self.workers * self.cpus > cluster_cpus:
             raise DataError(
-                f"--workers {self.workers} x --threads {self.cpus} needs {self.workers * self.cpus} CPUs; the "
-                f"Ray cluster has {cluster_cpus}: lower --workers or add nodes"
+                f"--workers {self.workers} x --threads {self.cpus} needs {self.workers * self.cpus} CPUs; the Ray cluster has {cluster_cpus}: lower --workers or add nodes"
             )
 
     def scores(self, inputs: Iterator[ChunkInputs], rows: int) -> Iterator[list[float]]:
