@@ -41,9 +41,7 @@ The destination appears complete or not at all (a rename of the finished tempora
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import tempfile
 import time
 from collections.abc import Iterable
 from pathlib import Path
@@ -52,7 +50,7 @@ from typing import Any
 import numpy as np
 
 from simkernel.errors import ModelError
-from simkernel.runtime.acquisition import store
+from simkernel.runtime.acquisition import store, workdirs
 from simkernel.runtime.acquisition.export_probes import CALIBRATION_TEXTS
 from simkernel.runtime.acquisition.graph_passes import (
     externalize_weights,
@@ -140,39 +138,51 @@ def export_model(
         raise ModelError(
             f"{src} has sentence-transformers modules {list(config.unsupported_modules)} that simkernel does not run (only Transformer, Pooling, Normalize); its exported embeddings would be wrong"
         )
-    dst.parent.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix=f".{dst.name}-export-", dir=dst.parent))
+    weights = sum((src / name).stat().st_size for name in WEIGHT_FILES if (src / name).is_file())
+    need = weights * (3 if "int8" in precisions else 2)  # the raw graph, the bundle's graphs, the work files
     try:
-        bundle = work / "bundle"
-        bundle.mkdir()
-        copy_tokenizer_and_configs(src, bundle)
-        raw = work / "raw.onnx"
-        export_info = export_raw_graph(src, raw)
-        reference = Reference(src, config.kind)
-        files: dict[str, dict] = {}
-        parity: dict[str, dict] = {}
-        for prec in precisions:
-            entry, figures = _build_precision(
-                prec,
-                raw,
-                bundle,
-                work,
-                src,
-                config,
-                reference,
-                quantization,
-                fuse,
-                {**PARITY_TOLERANCE[(config.kind, prec)], **((tolerance or {}).get((config.kind, prec), {}))},
-                tuple(int8_keep_fp32),
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        workdirs.remove_orphans(dst.parent, f".{dst.name}-export-")  # left by killed exports to this place
+        work = workdirs.make(dst.parent, f".{dst.name}-export-")
+        try:
+            bundle = work / "bundle"
+            bundle.mkdir()
+            copy_tokenizer_and_configs(src, bundle)
+            raw = work / "raw.onnx"
+            export_info = export_raw_graph(src, raw)
+            reference = Reference(src, config.kind)
+            files: dict[str, dict] = {}
+            parity: dict[str, dict] = {}
+            for prec in precisions:
+                entry, figures = _build_precision(
+                    prec,
+                    raw,
+                    bundle,
+                    work,
+                    src,
+                    config,
+                    reference,
+                    quantization,
+                    fuse,
+                    {
+                        **PARITY_TOLERANCE[(config.kind, prec)],
+                        **((tolerance or {}).get((config.kind, prec), {})),
+                    },
+                    tuple(int8_keep_fp32),
+                )
+                files[PRECISIONS[prec]] = entry
+                parity[prec] = figures
+            _write_manifest(
+                bundle, src, config, model_id or dst.name, files, parity, export_info, source, revision
             )
-            files[PRECISIONS[prec]] = entry
-            parity[prec] = figures
-        _write_manifest(
-            bundle, src, config, model_id or dst.name, files, parity, export_info, source, revision
-        )
-        _install(bundle, dst, overwrite)
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+            _install(bundle, dst, overwrite)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+    except OSError as exc:  # a full disk, a file size limit, a read-only folder: one clear line
+        failure = workdirs.write_failure(exc, dst.parent, f"the export of {src}", need)
+        if failure is None:
+            raise
+        raise failure from exc
     return dst
 
 
@@ -284,15 +294,10 @@ def _write_manifest(bundle, src, config, model_id, files, parity, export_info, s
 
 
 def _install(bundle: Path, dst: Path, overwrite: bool) -> None:
-    """Rename the finished ``bundle`` to ``dst`` (same filesystem), replacing an empty or allowed ``dst``."""
+    """Rename the finished ``bundle`` to ``dst`` (same filesystem), replacing an empty or allowed ``dst``
+    (swapped in one step on Linux: a crash leaves the old bundle or the new one)."""
     if dst.is_dir() and not any(dst.iterdir()):
         dst.rmdir()
-    if dst.exists():
-        if not overwrite:
-            raise ModelError(f"{dst} appeared while exporting; not replaced (pass overwrite=True)")
-        aside = dst.with_name(f".{dst.name}-old-{os.getpid()}")
-        os.rename(dst, aside)
-        os.rename(bundle, dst)
-        shutil.rmtree(aside, ignore_errors=True)
-    else:
-        os.rename(bundle, dst)
+    if dst.exists() and not overwrite:
+        raise ModelError(f"{dst} appeared while exporting; not replaced (pass overwrite=True)")
+    workdirs.replace_dir(bundle, dst)

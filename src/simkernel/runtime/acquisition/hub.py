@@ -32,7 +32,7 @@ import shutil
 from pathlib import Path
 
 from simkernel.errors import ModelError
-from simkernel.runtime.acquisition import store
+from simkernel.runtime.acquisition import store, workdirs
 from simkernel.runtime.acquisition.graph_passes import LOCAL_INT8_FILES, local_int8
 from simkernel.runtime.acquisition.manifest import package_versions, write_manifest
 from simkernel.runtime.acquisition.parity import ParityError
@@ -135,6 +135,10 @@ def explain_failure(repo: str, revision: str, settings: dict, exc: Exception) ->
     )
 
     where = f"{settings['endpoint']}/{repo} (revision {revision})"
+    if isinstance(exc, OSError) and (
+        full := workdirs.write_failure(exc, Path(settings["cache_dir"]), "the download")
+    ):
+        return ModelError(f"downloading {where} failed: {full}")
     if isinstance(exc, GatedRepoError):
         hint = "the repo is gated: accept its terms on the hub and set HF_TOKEN"
     elif isinstance(exc, RepositoryNotFoundError):

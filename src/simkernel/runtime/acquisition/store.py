@@ -5,13 +5,15 @@ Layout (``store_root()`` is ``$SIMKERNEL_HOME``, else ``$XDG_CACHE_HOME/simkerne
 
     <root>/models/<org>--<name>/     one bundle per model id (model.onnx, configs, simkernel.json)
     <root>/locks/<org>--<name>.lock  advisory lock held while a bundle is installed or downloaded
-    <root>/tmp/                      staging folders; renamed into models/ once complete
+    <root>/tmp/                      staging folders (named after their process); renamed into models/
 
 A model id maps to a folder name by replacing ``/`` with ``--`` (the hub forbids ``--`` in ids, so the
 mapping is reversible). A bundle only ever appears in ``models/`` complete: it is written into a
 staging folder on the same filesystem, checked against its manifest, and moved in with ``os.rename``
 while holding the model's lock, so two processes preparing the same model never interleave and an
-interrupted write leaves at most a stale staging folder (cleaned up on the next install).
+interrupted write leaves at most a staging folder, which the next install deletes once its process is
+gone (:mod:`simkernel.runtime.acquisition.workdirs`). The lock is ``flock``, released by the kernel when
+its holder dies, so a killed install never blocks the next; ``<lock>.owner`` names the holder's pid.
 """
 
 from __future__ import annotations
@@ -19,13 +21,12 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-import tempfile
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from simkernel.errors import ModelError
+from simkernel.runtime.acquisition import workdirs
 from simkernel.runtime.inference import file_lock
 from simkernel.runtime.inference.home import store_root
 from simkernel.runtime.inference.manifest import MANIFEST, file_sha256, read_manifest, verify_files
@@ -70,31 +71,40 @@ def model_lock(model_id: str, timeout_s: float = 3600.0) -> Iterator[None]:
     lock_dir = store_root() / "locks"
     lock_dir.mkdir(parents=True, exist_ok=True)
     path = lock_dir / (_folder_name(model_id) + ".lock")
+    owner = path.with_name(path.name + ".owner")
     try:
         with file_lock.hold(path, timeout_s):
+            # the lock itself dies with its holder (flock); the owner file says who holds it now
+            with contextlib.suppress(OSError):
+                owner.write_text(f"{os.getpid()}\n", encoding="ascii")
             yield
     except file_lock.LockTimeout as exc:
         if exc.path == path:
             raise ModelError(
-                f"timed out after {timeout_s:.0f} s waiting for {path}: another process is installing {model_id!r}; wait for it, or delete the lock file if no such process exists"
+                f"timed out after {timeout_s:.0f} s waiting for {path}: {_holder(owner)} is installing {model_id!r}; wait for it to finish, or stop it"
             ) from exc
         raise
 
 
-def _clean_stale_staging(tmp_root: Path) -> None:
-    now = time.time()
-    for entry in tmp_root.glob("stage-*"):
-        with contextlib.suppress(OSError):
-            if now - entry.stat().st_mtime > _STALE_STAGING_S:
-                shutil.rmtree(entry, ignore_errors=True)
+def _holder(owner: Path) -> str:
+    """Who holds a lock, from its owner file: "process 123 (running)" or "another process"."""
+    try:
+        pid = int(owner.read_text(encoding="ascii").split()[0])
+    except (OSError, ValueError, IndexError):
+        return "another process"
+    return f"process {pid} ({'running' if workdirs.pid_alive(pid) else 'gone'})"
+
+
+STAGING_PREFIX = "stage-"
 
 
 def new_staging_dir(model_id: str) -> Path:
-    """A fresh empty folder inside the store (same filesystem as ``models/``) to build a bundle in."""
+    """A fresh empty folder inside the store (same filesystem as ``models/``) to build a bundle in, named
+    after this process; the staging folders of processes that died are deleted first."""
     tmp_root = store_root() / "tmp"
-    tmp_root.mkdir(parents=True, exist_ok=True)
-    _clean_stale_staging(tmp_root)
-    return Path(tempfile.mkdtemp(prefix=f"stage-{_folder_name(model_id)}-", dir=tmp_root))
+    workdirs.remove_orphans(tmp_root, STAGING_PREFIX)
+    workdirs.remove_orphans(tmp_root, "." + STAGING_PREFIX)  # an export's work folder beside its staging
+    return workdirs.make(tmp_root, STAGING_PREFIX, _folder_name(model_id))
 
 
 def verify_bundle(folder: Path, check_hashes: bool = True) -> None:
@@ -111,17 +121,10 @@ def publish_staging(staging: Path, model_id: str, replace: bool = True) -> Path:
     """Move a complete staging folder to ``model_dir(model_id)``; the caller holds the model's lock."""
     dest = model_dir(model_id)
     dest.parent.mkdir(parents=True, exist_ok=True)
-    if dest.exists():
-        if not replace:
-            shutil.rmtree(staging, ignore_errors=True)
-            return dest
-        # POSIX cannot rename a folder over a non-empty one: move the old one aside first
-        trash = Path(tempfile.mkdtemp(prefix=f"old-{dest.name}-", dir=store_root() / "tmp"))
-        os.rename(dest, trash / "bundle")
-        os.rename(staging, dest)
-        shutil.rmtree(trash, ignore_errors=True)
-    else:
-        os.rename(staging, dest)
+    if dest.exists() and not replace:
+        shutil.rmtree(staging, ignore_errors=True)
+        return dest
+    workdirs.replace_dir(staging, dest)
     return dest
 
 
@@ -165,6 +168,12 @@ def staged_bundle(
         verify_bundle(staging, check_hashes=check_hashes)
         with contextlib.nullcontext() if locked else model_lock(model_id):
             publish_staging(staging, model_id, replace)
+    except OSError as exc:  # a full disk, a file size limit, a read-only store: one clear line
+        shutil.rmtree(staging, ignore_errors=True)
+        failure = workdirs.write_failure(exc, store_root(), f"the bundle of {model_id}")
+        if failure is None:
+            raise
+        raise failure from exc
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
