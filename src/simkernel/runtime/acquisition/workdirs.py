@@ -61,7 +61,7 @@ def owner(folder: Path, prefix: str) -> int | None:
 def remove_orphans(parent: Path, prefix: str) -> list[Path]:
     """Delete the work folders ``<parent>/<prefix>*`` whose owner process is gone (or that are older than
     :data:`STALE_S`); returns them. The calling process's own folders are kept."""
-    removed = []
+    removed: list[Path] = []
     if not parent.is_dir():
         return removed
     now = time.time()
@@ -119,17 +119,14 @@ def write_failure(exc: OSError, where: Path, what: str, need_bytes: int | None =
     need = f"about {need_bytes / 1e6:.0f} MB" if need_bytes else "room for the model's files"
     if exc.errno in _NO_SPACE:
         return ModelError(
-            f"no space left on the disk of {where} for {what}: it needs {need} free; free some space, or "
-            "point SIMKERNEL_HOME (the store) / HF_HOME (the download cache) at a larger disk"
+            f"no space left on the disk of {where} for {what}: it needs {need} free; free some space, or point SIMKERNEL_HOME (the store) / HF_HOME (the download cache) at a larger disk"
         )
     if exc.errno == errno.EFBIG:
         return ModelError(
-            f"writing {what} in {where} exceeds this process's file size limit (`ulimit -f`): it needs "
-            f"{need}; raise the limit"
+            f"writing {what} in {where} exceeds this process's file size limit (`ulimit -f`): it needs {need}; raise the limit"
         )
     if exc.errno in _READ_ONLY:
         return ModelError(
-            f"{where} is not writable ({exc.strerror}): {what} needs a writable folder with {need} free; "
-            "set SIMKERNEL_HOME to one (or choose another destination)"
+            f"{where} is not writable ({exc.strerror}): {what} needs a writable folder with {need} free; set SIMKERNEL_HOME to one (or choose another destination)"
         )
     return None
