@@ -56,7 +56,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _report(message: str, code: int) -> int:
-    print(f"simkernel: error: {message}", file=sys.stderr)
+    # one line whatever the message holds (a value from the input may carry a line break)
+    one_line = message.replace("\r\n", " ").replace("\n", " ").replace("\r", " ")
+    print(f"simkernel: error: {one_line}", file=sys.stderr)
     return code
 
 

@@ -102,7 +102,8 @@ def check_columns(
     columns: dict[str, str], found_columns: list[str], source: str, args: argparse.Namespace
 ) -> None:
     """Every column the mode reads (and ``--label``) must be among ``found_columns``; the error lists them."""
-    found = ", ".join(found_columns) if found_columns else "none"
+    # a name with a line break or another unprintable character is shown quoted: the error stays one line
+    found = ", ".join(c if c.isprintable() else repr(c) for c in found_columns) if found_columns else "none"
     for role, name in columns.items():
         if name not in found_columns:
             other_mode = ""
