@@ -39,8 +39,11 @@ def test_the_readme_pipeline_scores_as_the_python_api(ray_driver, tmp_path, mini
     ds = ds.map_batches(
         SASScorer,
         fn_constructor_kwargs=dict(model=MODEL),
-        compute=ray.data.ActorPoolStrategy(size=2),
-        num_cpus=0.5,  # two 1-CPU nodes: leave CPU for the read and write tasks
+        # the README's pool of 4, on two 1-CPU nodes: one worker of 1 CPU, the other node's CPU for the read
+        # and write tasks (a read task needs a whole CPU; two 0.5-CPU workers leave none on either node and
+        # the pipeline waits for ever)
+        compute=ray.data.ActorPoolStrategy(size=1),
+        num_cpus=1,
         batch_size=8,
         batch_format="pandas",
     )
