@@ -19,6 +19,7 @@ from tests.runtime.runtime_helpers import cosine_rows
 
 from simkernel.cli.partial import partial_dir
 from simkernel.cli.progress import ProgressBar, eta
+from simkernel.runtime import clear_shared_instances
 
 N = 120  # rows: with --chunk-rows 50, three chunks, the last one short
 
@@ -47,6 +48,7 @@ def test_output_does_not_depend_on_the_chunk_size(cli, tmp_path, rows, minilm, r
     )
     outputs, summaries = [], []
     for chunk_rows in (50, 7, 10_000):
+        clear_shared_instances()  # a fresh model and embedding cache: every run embeds every text itself
         out, summary = tmp_path / f"out-{chunk_rows}.{fmt}", tmp_path / f"s-{chunk_rows}.json"
         result = cli(
             "score",

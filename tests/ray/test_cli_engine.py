@@ -81,7 +81,9 @@ def test_csv_output_equals_the_local_engine_and_the_model_is_shipped(ray_cluster
     assert not list((ray_cluster.worker_home / "tmp").glob("stage-*"))  # no staging folder left over
 
 
-def test_parquet_with_lists_of_ground_truths_equals_the_local_engine(ray_cluster, data):
+def test_parquet_with_lists_of_ground_truths_one_worker_and_other_batches_equals_the_local_engine(
+    ray_cluster, data
+):
     rows = distinct_rows(60)
     for i, row in enumerate(
         rows
@@ -89,12 +91,11 @@ def test_parquet_with_lists_of_ground_truths_equals_the_local_engine(ray_cluster
         row["ground_truth"] = [row["ground_truth"], f"another answer {i}", "Москва"][: 1 + 2 * (i % 7 == 0)]
     pq.write_table(pa.Table.from_pylist(rows), data / "in.parquet")  # ground_truth: list<string>
     common = [data / "in.parquet", "--chunk-rows", 25, "-q"]
-    local = score([*common, "-o", data / "local.parquet"])
+    local = score([*common, "-o", data / "local.parquet"])  # all cores, batches of 32
     assert local.returncode == 0, local.stderr.decode()
-    remote = score(
-        [*common, "-o", data / "ray.parquet", "--engine", "ray", "--address", ray_cluster.address],
-        env=ray_cluster.env(),
-    )
+    # another partitioning: one worker of 1 thread, batches of 5 texts: the same bits
+    ray_run = ["--engine", "ray", "--address", ray_cluster.address, "--workers", 1, "--batch-size", 5]
+    remote = score([*common, "-o", data / "ray.parquet", *ray_run], env=ray_cluster.env())
     assert remote.returncode == 0, remote.stderr.decode()
     assert (data / "ray.parquet").read_bytes() == (data / "local.parquet").read_bytes()
     scored = pq.read_table(data / "ray.parquet")
