@@ -82,12 +82,14 @@ def test_evaluator_and_metric_share_one_model(default_model_ready, onnx_sessions
     ground_truths, predictions = minilm_pairs
     evaluator.run(ground_truth_answers=ground_truths, predicted_answers=predictions)
     runs_before = sum(len(s.batches) for s in onnx_sessions)
+    # the run may add the single-threaded twin session its data-parallel batches run on
+    sessions_before = len(onnx_sessions)
     # the metric's texts were all embedded by the evaluator's run: served from the shared cache
     cases = [EvalTestCase(input="q", actual_output=text) for text in predictions]
     metric = ReferenceMatchMetric(references=ground_truths, embedding_provider="local")
     ((_, results),) = asyncio.run(evaluate(cases[:1], [metric], verbose=False))
     assert sum(len(s.batches) for s in onnx_sessions) == runs_before
-    assert [s.graph for s in onnx_sessions] == ["model.onnx"]
+    assert len(onnx_sessions) == sessions_before  # the metric loaded nothing
     assert results[0].metrics_data[0].score == pytest.approx(
         evaluator.run(ground_truth_answers=ground_truths[:1], predicted_answers=predictions[:1])["score"],
         abs=1e-6,
