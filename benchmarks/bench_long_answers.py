@@ -1,6 +1,6 @@
 """Long answers: TextEncoder side by side with sentence-transformers on real prose of 60-256 tokens.
 
-    flock /tmp/simkernel-bench.lock python benchmarks/bench_long_answers.py [--per-bucket 256] [--rounds 5]
+    python benchmarks/bench_long_answers.py [--per-bucket 256] [--rounds 5]
 
 The texts (benchmarks/long_answers.py): docstrings of the running Python's standard library, bucketed by
 token count (3-12 for comparison with short answers, 60-128, 129-256) and sampled with a fixed seed. Each

@@ -5,7 +5,7 @@ the ceiling engine here keeps only the forward pass. Texts are tokenized (simker
 by length into batches of 32 and padded once, outside the timed region; the timed call only runs those
 prepared batches, data-parallel, one whole batch per worker thread on one single-threaded onnxruntime
 session (simkernel's own scheme for multi-batch calls, which measured fastest on this machine;
-benchmarks/README.md, "Data-parallel batches"), through simkernel's ``OnnxEncoderSession.run``. No
+benchmarks/studies/README.md, the data-parallel row), through simkernel's ``OnnxEncoderSession.run``. No
 tokenization, padding, pooling, normalisation or caching is timed (beyond onnxruntime's run, only the
 feed dict of each batch), so no engine running the same graph through onnxruntime can be faster than
 this one; where even this engine misses a speed target, the target is out of reach for onnxruntime on

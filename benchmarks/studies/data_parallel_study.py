@@ -1,5 +1,5 @@
-"""Data-parallel batches vs intra-op threads, measured side by side (benchmarks/README.md, "Data-parallel
-batches").
+"""Data-parallel batches vs intra-op threads, measured side by side (benchmarks/studies/README.md, the
+data-parallel row).
 
     python benchmarks/studies/data_parallel_study.py [--threads 2] [--rounds 5]
 
