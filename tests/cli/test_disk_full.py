@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import csv
 import os
+import re
 import resource
 import subprocess
 import sys
@@ -108,10 +109,29 @@ def store_is_empty(home: Path) -> None:
 
 
 # -- score ----------------------------------------------------------------------------------------------
-def test_score_past_the_file_size_limit(pairs, tmp_path, minilm):
+def needed_bytes(message: str) -> float:
+    """The size an error asks for ("it needs about 61.2 KB ..."), in bytes."""
+    match = re.search(r"needs about ([0-9.]+) (B|KB|MB|GB)", message)
+    assert match, message
+    return float(match.group(1)) * 1024 ** ["B", "KB", "MB", "GB"].index(match.group(2))
+
+
+@pytest.fixture(scope="module")
+def pairs_scored(pairs, tmp_path_factory, minilm) -> bytes:
+    """The output of an uninterrupted run on a disk with room."""
+    out = tmp_path_factory.mktemp("scored") / "out.csv"
+    done = run(score_argv(pairs, out), child_env(store.store_root(), out.parent / "hf"))
+    assert done.returncode == 0, done.stderr
+    return out.read_bytes()
+
+
+def test_score_past_the_file_size_limit(pairs, pairs_scored, tmp_path, minilm):
     out = tmp_path / "out.csv"
     done = run(score_argv(pairs, out), child_env(store.store_root(), tmp_path / "hf"), fsize=16 * 1024)
-    assert_one_line_error(done, out, *NO_SPACE)
+    message = assert_one_line_error(done, out, *NO_SPACE)
+    # the whole output, estimated from the chunk that failed: the real size within 10%
+    assert "0 of 400 rows written" in message, message
+    assert needed_bytes(message) == pytest.approx(len(pairs_scored), rel=0.1), message
     assert not out.exists()
     assert not [p for p in tmp_path.glob(".out.csv*") if not p.name.endswith("simkernel-partial")]
 
@@ -126,6 +146,33 @@ def test_score_into_a_full_disk_keeps_the_previous_out(pairs, tmp_path, minilm):
         assert out.read_bytes() == b"previous\n"
         # no temporary file left; score's resume folder (.OUT.simkernel-partial, for --resume) may stay
         assert [p.name for p in small.iterdir() if not p.name.endswith("simkernel-partial")] == ["out.csv"]
+
+
+@pytest.mark.skipif(not can_mount(), reason="mounting a tmpfs needs root on Linux")
+def test_score_fills_the_disk_midway_then_resumes(pairs, pairs_scored, tmp_path, minilm):
+    """Chunks committed before the disk filled are kept: the error says how much more is needed and that
+    --resume continues; after room is made, --resume finishes with the uninterrupted run's bytes."""
+    env = child_env(store.store_root(), tmp_path / "hf")
+    # room for about half the output beside the resume folder's state, scores and lock (4 KiB pages)
+    pages = -(-len(pairs_scored) // 4096) // 2 + 3
+    with tmpfs(tmp_path / "small", f"{4 * pages}k") as small:
+        out = small / "out.csv"
+        argv = [*score_argv(pairs, out), "--chunk-rows", "40"]
+        done = run(argv, env)
+        message = assert_one_line_error(done, out, *NO_SPACE)
+        match = re.search(r"([0-9,]+) of 400 rows written, ([0-9.]+ [KM]?B) so far", message)
+        assert match, message
+        written = int(match.group(1).replace(",", ""))
+        assert 0 < written < 400 and written % 40 == 0, message
+        assert f"--resume to continue after row {written}" in message, message
+        assert not out.exists()
+        # what it asks for is what the rest of the output takes, within 15%
+        rest = len(pairs_scored) - len(b"".join(pairs_scored.splitlines(keepends=True)[: written + 1]))
+        assert needed_bytes(message) == pytest.approx(rest, rel=0.15), message
+        subprocess.run(["mount", "-o", "remount,size=4m", str(small)], check=True)
+        done = run([*argv, "--resume"], env)
+        assert done.returncode == 0, done.stderr
+        assert out.read_bytes() == pairs_scored
 
 
 @pytest.mark.skipif(not can_mount(), reason="mounting a read-only tmpfs needs root on Linux")

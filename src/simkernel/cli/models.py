@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from simkernel.cli.errors import DataError
+from simkernel.cli.io import human_size
 from simkernel.runtime.acquisition import store
 from simkernel.runtime.acquisition.registry import DEFAULT_MODEL, KNOWN_MODELS, canonical_id, known_model
 from simkernel.runtime.inference.config import read_model_config
@@ -203,16 +204,7 @@ def _print_files(folder: Path, manifest: dict[str, Any] | None = None) -> None:
         name = path.relative_to(folder).as_posix()
         meta = listed.get(name, {})
         extra = f"  {meta['precision']}" if meta.get("precision") else ""
-        print(f"  {name:<36} {_size(path.stat().st_size):>9}{extra}")
-
-
-def _size(n: int) -> str:
-    size = float(n)
-    for unit in ("B", "KB", "MB", "GB"):
-        if size < 1024 or unit == "GB":
-            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
-        size /= 1024
-    return str(size)  # pragma: no cover
+        print(f"  {name:<36} {human_size(path.stat().st_size):>9}{extra}")
 
 
 def _compact(value: Any) -> str:

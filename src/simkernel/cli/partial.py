@@ -19,6 +19,7 @@ byte for byte what an uninterrupted run writes. Only when every row is in does t
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import shutil
@@ -31,10 +32,12 @@ from typing import Any
 import numpy as np
 
 from simkernel.cli.errors import DataError, UsageError
+from simkernel.cli.io import human_size
 from simkernel.cli.writers import OutputLayout
 
 STATE_VERSION = 1
 SUFFIX = ".simkernel-partial"
+_NO_SPACE = {errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC)}
 
 
 def partial_dir(out: str | Path) -> Path:
@@ -45,7 +48,8 @@ def partial_dir(out: str | Path) -> Path:
 
 class PartialOutput:
     """OUT written chunk by chunk (see the module docstring). ``fingerprint`` identifies the run (input
-    file and every option that changes the output); ``resume`` continues a matching earlier run."""
+    file and every option that changes the output); ``resume`` continues a matching earlier run;
+    ``total_rows`` (the input's rows) sizes the space a full disk's error asks for."""
 
     def __init__(
         self,
@@ -54,6 +58,7 @@ class PartialOutput:
         fingerprint: dict[str, Any],
         resume: bool,
         notice: Callable[[str], None],
+        total_rows: int | None = None,
     ) -> None:
         self.out = Path(out)
         self.layout = layout
@@ -62,10 +67,12 @@ class PartialOutput:
         self.rows_done = 0
         self.resumed_rows = 0
         self.chunks_done = 0
+        self.total_rows = total_rows  # the input's rows, when known: sizes what a full disk needs
         self.scores = array("d")
         self._lock: Any = None
         self._text: Any = None
         self._scores_file: Any = None
+        self._committed_bytes = self._committed_rows = 0  # as the last state.json says
         try:
             self._open(resume, notice)
         except OSError as exc:
@@ -142,7 +149,8 @@ class PartialOutput:
         self._write_state()
 
     def _continue(self, state: dict[str, Any]) -> None:
-        self.rows_done = int(state["rows"])
+        self.rows_done = self._committed_rows = int(state["rows"])
+        self._committed_bytes = int(state["bytes"])
         self.chunks_done = int(state["chunks"])
         self._scores_file = open(self.folder / "scores.f64", "r+b")  # noqa: SIM115
         self._scores_file.truncate(8 * self.rows_done)
@@ -161,7 +169,7 @@ class PartialOutput:
                     part.unlink()
         else:
             self._text = open(self.folder / "output.part", "r+b")  # noqa: SIM115
-            self._text.truncate(int(state["bytes"]))
+            self._text.truncate(self._committed_bytes)
             self._text.seek(0, os.SEEK_END)
 
     # -- committing ---------------------------------------------------------------------------------
@@ -186,7 +194,8 @@ class PartialOutput:
             self.scores.extend(scores)
             self._write_state()
         except OSError as exc:
-            raise DataError(f"cannot write output {str(self.out)!r}: {exc.strerror or exc}") from None
+            pending = len(payload) if isinstance(payload, bytes) else int(getattr(payload, "nbytes", 0))
+            raise self._write_failure(exc, pending, len(scores)) from None
 
     def _sync(self) -> None:
         for handle in (self._text, self._scores_file):
@@ -195,12 +204,13 @@ class PartialOutput:
                 os.fsync(handle.fileno())
 
     def _write_state(self) -> None:
+        size = self._text.tell() if self._text is not None else 0
         state = {
             "version": STATE_VERSION,
             "fingerprint": self.fingerprint,
             "rows": self.rows_done,
             "chunks": self.chunks_done,
-            "bytes": self._text.tell() if self._text is not None else 0,
+            "bytes": size,
         }
         tmp = self.folder / "state.json.tmp"
         with open(tmp, "w", encoding="utf-8") as handle:
@@ -208,6 +218,7 @@ class PartialOutput:
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, self.folder / "state.json")
+        self._committed_bytes, self._committed_rows = size, self.rows_done
 
     # -- finishing ----------------------------------------------------------------------------------
 
@@ -223,7 +234,7 @@ class PartialOutput:
                 final = self.folder / "output.part"
             os.replace(final, self.out)
         except OSError as exc:
-            raise DataError(f"cannot write output {str(self.out)!r}: {exc.strerror or exc}") from None
+            raise self._write_failure(exc, 0, 0, finishing=True) from None
         self._close_files()
         shutil.rmtree(self.folder, ignore_errors=True)
 
@@ -241,6 +252,41 @@ class PartialOutput:
             sink.flush()
             os.fsync(sink.fileno())
         return final
+
+    def _written_bytes(self) -> int:
+        """Bytes of output committed so far (the text file, or the Parquet parts)."""
+        if self.layout.format != "parquet":
+            return self._committed_bytes
+        return sum(p.stat().st_size for p in self.folder.glob("chunk-*.parquet"))
+
+    def _write_failure(
+        self, exc: OSError, pending_bytes: int, pending_rows: int, finishing: bool = False
+    ) -> DataError:
+        """The one-line error of a failed write. For a full disk or the file size limit it says how much the
+        output needs, estimated from the bytes per row written so far (or of the chunk that failed), and
+        whether ``--resume`` can continue (committed rows are kept)."""
+        if exc.errno not in _NO_SPACE and exc.errno != errno.EFBIG:
+            return DataError(f"cannot write output {str(self.out)!r}: {exc.strerror or exc}")
+        written, committed = self._written_bytes(), self._committed_rows
+        rows = committed + pending_rows
+        per_row = (written + pending_bytes) / rows if rows else 0.0
+        total = max(self.total_rows or 0, committed)
+        # the text file grows to its full size; Parquet's parts are merged into one more file at the end
+        whole = per_row * total
+        more = whole if finishing else whole - written
+        done = f"{committed:,} of {total:,} rows written"
+        resume = (
+            f"; then rerun the same command with --resume to continue after row {committed:,}"
+            if committed
+            else ""
+        )
+        if exc.errno == errno.EFBIG:
+            return DataError(
+                f"writing the output {str(self.out)!r} exceeds this process's file size limit (`ulimit -f`): it needs about {human_size(whole)} in one file ({done}); raise the limit{resume}"
+            )
+        return DataError(
+            f"no space left on the disk of {str(self.folder.parent)!r} for the output {str(self.out)!r}: it needs about {human_size(more)} more ({done}, {human_size(written)} so far); free some space or write --output to a larger disk{resume}"
+        )
 
     def keep_for_resume(self) -> None:
         """Stop writing, keeping what is committed for ``--resume`` (after an interruption)."""

@@ -74,7 +74,7 @@ def run_score(args: argparse.Namespace) -> int:
         survey = _survey(reader, checker, columns, args, out_format)
         layout = _layout(reader, survey, args, out_format, threshold)
         engine = make_engine(args)
-        output = _open_output(args, reader, layout)
+        output = _open_output(args, reader, layout, survey.rows)
         try:
             load_s, score_s = _score(reader, checker, engine, output, survey, args)
         finally:
@@ -243,11 +243,15 @@ def _fingerprint(args, reader: TableReader) -> dict[str, Any]:
     }
 
 
-def _open_output(args, reader: TableReader, layout: OutputLayout) -> StdoutOutput | PartialOutput:
+def _open_output(
+    args, reader: TableReader, layout: OutputLayout, total_rows: int
+) -> StdoutOutput | PartialOutput:
     if args.output == STDIO:
         return StdoutOutput(layout)
     notice = (lambda message: None) if args.quiet else print_notice
-    return PartialOutput(args.output, layout, _fingerprint(args, reader), args.resume, notice)
+    return PartialOutput(
+        args.output, layout, _fingerprint(args, reader), args.resume, notice, total_rows=total_rows
+    )
 
 
 def _score(
