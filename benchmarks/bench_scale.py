@@ -74,9 +74,10 @@ def by_size(sizes: list[int], folder: Path) -> str:
 
 def engines(rows: int, rounds: int, folder: Path) -> str:
     """Local vs Ray 1 worker vs Ray 2 workers, turns alternating, in this process."""
+    # one Ray instance on this machine, on loopback, without the auth token Ray would write to ~/.ray
     os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
-    os.environ.setdefault("RAY_DATA_LOG_LEVEL", "WARNING")
-    os.environ.setdefault("RAY_BACKEND_LOG_LEVEL", "fatal")
+    os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+    os.environ.setdefault("RAY_DATA_LOG_LEVEL", "ERROR")
     import ray
     from simkernel.cli import main
 
