@@ -26,15 +26,6 @@ from pathlib import Path
 from simkernel._optional import TORCH_PIN
 from simkernel.errors import MissingDependencyError, ModelError, ModelNotFoundError
 from simkernel.runtime.acquisition import store
-from simkernel.runtime.acquisition.export import export_model
-from simkernel.runtime.acquisition.hub import (
-    NoOnnxPublishedError,
-    download_bundle,
-    explain_failure,
-    fetch_file,
-    hub_settings,
-)
-from simkernel.runtime.acquisition.hub_checkpoint import export_from_hub
 from simkernel.runtime.acquisition.registry import DEFAULT_MODEL, WEIGHT_FILES, canonical_id, known_model
 from simkernel.runtime.inference.bundle import PRECISIONS, check_precision, is_bundle
 from simkernel.runtime.inference.config import read_json, read_model_config
@@ -72,6 +63,10 @@ def _export_checkpoint(folder: Path, precision: str) -> Path:
         if (dest / PRECISIONS[precision]).is_file():
             return dest
         precisions = ("fp32", "int8") if precision == "int8" else "fp32"
+        # the exporter (graph passes, parity, quantisation) is imported only when a checkpoint is exported:
+        # loading a bundle from the store, the usual case, does not pay for it
+        from simkernel.runtime.acquisition.export import export_model
+
         try:
             with store.staged_bundle(model_id, locked=True) as staging:
                 export_model(
@@ -139,6 +134,11 @@ def resolve_model(
     if not download:
         attempts.append("hub: not asked (download=False)")
         raise ModelNotFoundError(_message(text, attempts))
+    # the hub's and the exporter's modules are imported only past a store miss: a model already in the
+    # store, the usual case, loads without them
+    from simkernel.runtime.acquisition.hub import NoOnnxPublishedError, download_bundle
+    from simkernel.runtime.acquisition.hub_checkpoint import export_from_hub
+
     try:
         return download_bundle(model_id, precision=precision, token=token)
     except NoOnnxPublishedError as exc:
@@ -188,6 +188,8 @@ def _hub_architectures(model_id: str, token: str | None = None) -> list[str]:
     known = known_model(model_id)
     repo = known.hub_repo if known else model_id
     revision = known.revision if known else "main"
+    from simkernel.runtime.acquisition.hub import explain_failure, fetch_file, hub_settings
+
     settings = hub_settings(token)
     try:
         cached = fetch_file(repo, "config.json", revision, settings)
