@@ -1,7 +1,7 @@
 """simkernel score on large files: the local engine's speed and memory by file size, and the Ray engine.
 
     python benchmarks/bench_scale.py [--sizes 10000,50000,200000] [--ray-rows 20000] [--rounds 2]
-                                     [--skip-local] [--skip-ray]
+                                     [--skip-local] [--skip-ray] [--driver-only ROWS]
 
 Data: rows made from the 5,025 SAS pairs of tests/data/sas, cycled, every text made distinct by its row
 number (tests/cli/scale_data.py), so the encoder's deduplication and cache hide no work; one row in 50 is
@@ -10,7 +10,9 @@ Russian or Chinese. Model all-MiniLM-L6-v2 fp32, mode sas, CSV in and out, defau
 1. Local engine by size: ``simkernel score`` in a fresh process per size (one run each, sizes in turn),
    rows/s from its summary (scoring time: reading, scoring and writing the chunks, not the model load),
    peak RSS of the process from ``wait4`` (the kernel's high-water mark of its resident memory). The
-   memory target: 200,000 rows within 100 MB of 10,000 rows.
+   memory target: 200,000 rows within 100 MB of 10,000 rows. Then the command line's own work on the
+   largest file without a model (``--mode exact``): the rate one driver can feed a cluster at
+   (docs/SCALING.md).
 2. Ray engine on this machine: one Ray instance with as many CPUs as the machine has; per round, the
    local engine (all cores), the Ray engine with 1 worker and with 2 workers (1 CPU each) take turns on
    the same file, in this process (Ray started once; its workers load the model in every run, as a
@@ -37,10 +39,10 @@ sys.path.insert(0, str(REPO))
 from tests.cli.scale_data import distinct_rows, write_csv  # noqa: E402
 
 
-def local_run(source: Path, out: Path, summary: Path) -> tuple[dict, int, float]:
+def local_run(source: Path, out: Path, summary: Path, *extra: str) -> tuple[dict, int, float]:
     """(summary, peak RSS in bytes, wall seconds) of one ``simkernel score`` process."""
     argv = [sys.executable, "-m", "simkernel", "score", str(source), "-o", str(out), "-q"]
-    argv += ["--summary-json", str(summary), "--label", "label"]
+    argv += ["--summary-json", str(summary), "--label", "label", *extra]
     started = time.perf_counter()
     process = subprocess.Popen(argv, stderr=subprocess.PIPE)
     _, status, usage = os.wait4(process.pid, 0)
@@ -70,6 +72,20 @@ def by_size(sizes: list[int], folder: Path) -> str:
         source.unlink()
         (folder / f"out-{n}.csv").unlink()
     return "\n".join(lines)
+
+
+def driver_alone(rows: int, folder: Path) -> str:
+    """The work of the command line itself, no model: ``--mode exact`` on the same kind of file (read and
+    check it, compare the texts, render and write every row), rows/s of the whole process."""
+    source = write_csv(distinct_rows(rows), folder / "driver-rows.csv")
+    _, rss, wall = local_run(source, folder / "driver-out.csv", folder / "driver.json", "--mode", "exact")
+    size = source.stat().st_size
+    source.unlink()
+    (folder / "driver-out.csv").unlink()
+    return (
+        f"driver alone (`--mode exact`, no model): {rows:,} rows ({size / 1e6:.1f} MB of CSV) in {wall:.1f} s, "
+        f"{rows / wall:,.0f} rows/s, peak RSS {rss / 2**20:.0f} MB"
+    )
 
 
 def engines(rows: int, rounds: int, folder: Path) -> str:
@@ -130,12 +146,18 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=2, help="rounds of the engines' comparison")
     parser.add_argument("--skip-local", action="store_true")
     parser.add_argument("--skip-ray", action="store_true")
+    parser.add_argument("--driver-only", type=int, metavar="ROWS", help="only the driver-alone figure")
     args = parser.parse_args()
     store_bundle(MODEL_ID)
     with tempfile.TemporaryDirectory(prefix="bench-scale-") as tmp:
         folder = Path(tmp)
+        if args.driver_only:
+            print(driver_alone(args.driver_only, folder), f"\n{machine()}", flush=True)
+            return
         if not args.skip_local:
-            print(by_size([int(s) for s in args.sizes.split(",")], folder), flush=True)
+            sizes = [int(s) for s in args.sizes.split(",")]
+            print(by_size(sizes, folder), flush=True)
+            print(driver_alone(max(sizes), folder), flush=True)
         if not args.skip_ray:
             print(engines(args.ray_rows, args.rounds, folder), flush=True)
     print(f"\n{machine()}")
