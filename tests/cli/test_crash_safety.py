@@ -37,7 +37,7 @@ from simkernel.runtime.acquisition import store
 from simkernel.runtime.acquisition.workdirs import owner, pid_alive
 
 SEED = 20261201
-TRIALS = {"score": 26, "prepare": 10, "download": 12, "export": 2}  # 50 in all (an export trial costs 5 of score)
+TRIALS = {"score": 26, "prepare": 10, "download": 12, "export": 2}  # 50 (an export costs 5 scores)
 
 
 def trials(operation: str) -> list[int]:
