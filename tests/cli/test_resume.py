@@ -103,7 +103,9 @@ def test_sigkill_at_random_points_then_resume_gives_the_uninterrupted_output(tmp
 
 
 def test_ctrl_c_keeps_the_scored_rows_and_says_how_to_resume(tmp_path, minilm):
-    source = write_csv(distinct_rows(N), tmp_path / "in.csv")
+    # long enough (seconds on one thread) that the run is still going when this process, which may wait
+    # for a CPU on a busy machine, sees the first chunk committed and sends Ctrl-C
+    source = write_csv(distinct_rows(10 * N), tmp_path / "in.csv")
     out = tmp_path / "out.csv"
     argv = [
         sys.executable,
@@ -115,14 +117,17 @@ def test_ctrl_c_keeps_the_scored_rows_and_says_how_to_resume(tmp_path, minilm):
         str(out),
         "--chunk-rows",
         str(CHUNK),
+        "--threads",
+        "1",
     ]
     process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 300
     while committed_rows(out) < CHUNK and process.poll() is None and time.monotonic() < deadline:
         time.sleep(0.005)
+    assert process.poll() is None, "the run ended before it could be interrupted"
     process.send_signal(signal.SIGINT)
     _, err = process.communicate(timeout=120)
-    assert process.returncode == 130
+    assert process.returncode == 130, err.decode()[-2000:]
     message = err.decode().strip().splitlines()[-1]
     assert message.startswith(f"simkernel: error: interrupted; {out} was not touched; the ")
     assert message.endswith("rows scored so far are kept: rerun with --resume to continue")
