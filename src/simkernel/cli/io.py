@@ -104,7 +104,7 @@ def human_size(n: float) -> str:
     """``n`` bytes for people: "512 B", "3.4 KB", "1.2 GB" (powers of 1024)."""
     size = float(n)
     for unit in ("B", "KB", "MB", "GB"):
-        if size < 1024 or unit == "TB":
+        if size < 1024:
             return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
         size /= 1024
     return f"{size:.1f} TB"
