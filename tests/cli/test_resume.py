@@ -120,7 +120,14 @@ def test_ctrl_c_keeps_the_scored_rows_and_says_how_to_resume(tmp_path, minilm):
         "--threads",
         "1",
     ]
-    process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    # Ctrl-C's default disposition, as in a terminal: a test run started in the background (`cmd &` in a
+    # script, as scripts/run_tests.sh starts its halves) inherits SIGINT ignored, and Python keeps it so
+    process = subprocess.Popen(
+        argv,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
     deadline = time.monotonic() + 300
     while committed_rows(out) < CHUNK and process.poll() is None and time.monotonic() < deadline:
         time.sleep(0.005)
