@@ -4,7 +4,7 @@ PYTHON ?= python3.11
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 
-.PHONY: demo test check setup models bench lint clean sanitize
+.PHONY: demo test check setup models bench lint clean sanitize wheel
 
 ## demo: set everything up if needed, prepare the embedded default model (offline; the test models are not
 ## needed), then score the example answers on it.
@@ -50,6 +50,11 @@ bench: models
 	bash benchmarks/peer_venv.sh eval_lib
 	for b in bench_kernels bench_encoder bench_sas bench_reference_match sas_accuracy; do \
 		$(BIN)/python benchmarks/$$b.py || exit 1; done
+
+## wheel: the binary wheel (kernel compiled; installs without a compiler), repaired by auditwheel to a
+## manylinux tag, into dist/ (scripts/build_wheel.sh; cibuildwheel's Linux x86_64 build, run here without docker).
+wheel: setup
+	bash scripts/build_wheel.sh $(BIN)/python dist
 
 lint: check
 

@@ -54,6 +54,9 @@ extension = Extension(
 )
 
 setup(
+    # the C file Cython generates is a build intermediate: the wheel ships the compiled extension (and the
+    # .pyx/.pxd/.pyi of package-data), the sdist regenerates it
+    exclude_package_data={"simkernel": ["_cosine.c"]},
     ext_modules=cythonize(
         [extension],
         language_level=3,
