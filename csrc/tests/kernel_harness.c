@@ -1,0 +1,732 @@
+/* kernel_harness.c: every kernel function of every backend this CPU runs, against a float64 reference
+ * computed here and against the serial backend, in plain C (no Python), so that the same checks run
+ * natively on x86-64 (serial, haswell, skylake) and on aarch64 under user-mode emulation (serial, neon).
+ *
+ * The cases follow tests/kernels: dims 1..40 and the wider ones up to 1024 (every SIMD tail), three kinds
+ * of rows (normal, embedding-like, wide magnitudes), zero rows, NaN and infinities at the start, middle and
+ * end of a row, extreme magnitudes (the float64 path), clamping, ragged groups with empty ones, dense
+ * reductions across the 64-similarity block, precomputed rows with a row stride, empty inputs, d = 0,
+ * in-place normalize, misaligned pointers and a seeded fuzz over random shapes.
+ *
+ * Every input buffer is surrounded by NaN guards (a kernel that reads past a row's end turns its result
+ * into NaN), every output buffer by sentinels (a kernel that writes outside it, or leaves an output
+ * unwritten, is caught). A value passes when its NaN-ness equals the reference's and it lies within
+ * tolerance(d) = 2e-6 + 3e-7 sqrt(d) of the float64 reference and within twice that of serial.
+ *
+ * Usage: kernel_harness [--require NAME]... [--only NAME] [--fuzz N] [--seed N]
+ *   --require NAME  fail unless backend NAME is compiled in and supported by this CPU (repeatable)
+ *   --only NAME     run only backend NAME
+ *   --fuzz N        number of random cases per backend (default 600)
+ * Exit status: 0 when every check passed, 1 when one failed, 2 on a usage error.
+ */
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "simkernel.h"
+
+#define GUARD 8
+#define SENTINEL (-7777.0f)
+#define MAX_PRINTED 25
+#define PI 3.14159265358979323846
+
+static const size_t DIMS[] = {1,  2,  3,  4,  5,  6,  7,  8,  9,  10, 11, 12, 13,  14,  15,  16,  17,  18,
+                              19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31,  32,  33,  34,  35,  36,
+                              37, 38, 39, 40, 47, 48, 49, 63, 64, 65, 97, 127, 128, 129, 384, 385, 768, 1024};
+#define N_DIMS (sizeof(DIMS) / sizeof(DIMS[0]))
+
+enum kind { NORMAL, POSITIVE, SCALED, MIXED };
+static const char *const KIND_NAMES[] = {"normal", "positive", "scaled", "mixed"};
+
+static const sk_clamp NO_CLAMP = {0, 0.0f, 0.0f};
+
+typedef struct {
+    const sk_backend *be;  /* the backend under test */
+    const sk_backend *ser; /* the serial backend */
+    char label[200];
+    long cases, values, failures;
+} harness;
+
+static harness H;
+
+static void fail(const char *fmt, ...) {
+    H.failures++;
+    if (H.failures > MAX_PRINTED) return;
+    va_list ap;
+    va_start(ap, fmt);
+    printf("FAIL %s: %s: ", H.be->name, H.label);
+    vprintf(fmt, ap);
+    printf("\n");
+    va_end(ap);
+}
+
+static void label(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(H.label, sizeof H.label, fmt, ap);
+    va_end(ap);
+}
+
+static double tolerance(size_t d) { return 2e-6 + 3e-7 * sqrt((double)d); }
+
+/* ---- random numbers (splitmix64), reproducible on every platform ---- */
+
+static uint64_t rng_state = 20261129;
+
+static uint64_t rng_u64(void) {
+    uint64_t z = (rng_state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+static double rng_unit(void) { return (double)(rng_u64() >> 11) * 0x1.0p-53; }
+
+static size_t rng_below(size_t n) { return (size_t)(rng_u64() % n); }
+
+static double rng_normal(void) {
+    double u1 = rng_unit(), u2 = rng_unit();
+    if (u1 < 1e-300) u1 = 1e-300;
+    return sqrt(-2.0 * log(u1)) * cos(2.0 * PI * u2);
+}
+
+/* ---- guarded buffers ---- */
+
+static int same_bits(float a, float b) { return memcmp(&a, &b, sizeof a) == 0; }
+
+/* n floats with GUARD floats of `guard` on each side, the body filled with `body`. */
+static float *guarded(size_t n, float guard, float body) {
+    float *base = malloc((n + 2 * GUARD) * sizeof(float));
+    if (!base) {
+        fprintf(stderr, "kernel_harness: out of memory allocating %zu floats\n", n + 2 * GUARD);
+        exit(2);
+    }
+    for (size_t i = 0; i < GUARD; ++i) base[i] = base[GUARD + n + i] = guard;
+    for (size_t i = 0; i < n; ++i) base[GUARD + i] = body;
+    return base + GUARD;
+}
+
+static void release(float *p) { free(p - GUARD); }
+
+static float *input(size_t n) { return guarded(n, NAN, NAN); }
+
+static float *output(size_t n) { return guarded(n, SENTINEL, SENTINEL); }
+
+static void check_guards(const float *p, size_t n, float guard, const char *what) {
+    for (size_t i = 0; i < GUARD; ++i) {
+        if (!same_bits(p[-1 - (long)i], guard)) {
+            fail("%s: element %ld before the buffer was overwritten (%.9g)", what, -1 - (long)i, p[-1 - (long)i]);
+            return;
+        }
+        if (!same_bits(p[n + i], guard)) {
+            fail("%s: element %zu past the end (length %zu) was overwritten (%.9g)", what, n + i, n, p[n + i]);
+            return;
+        }
+    }
+}
+
+static void fill_rows(float *x, size_t n, size_t d, enum kind kind) {
+    for (size_t i = 0; i < n; ++i) {
+        double scale = kind == SCALED ? pow(10.0, -6.0 + 12.0 * rng_unit()) : 1.0;
+        size_t mode = rng_below(4);
+        for (size_t k = 0; k < d; ++k) {
+            double v;
+            if (kind == POSITIVE) {
+                v = 1.0 + 0.05 * rng_normal();
+            } else if (kind == MIXED) {
+                /* exact zeros, small integers, repeats and normals, mixed per row */
+                size_t r = rng_below(8);
+                if (mode == 0 && r < 3) v = 0.0;
+                else if (mode == 1) v = (double)((long)rng_below(7) - 3);
+                else if (mode == 2 && k > 0 && r < 4) v = x[i * d + k - 1];
+                else v = rng_normal() * (r == 7 ? 1e3 : 1.0);
+            } else {
+                v = rng_normal() * scale;
+            }
+            x[i * d + k] = (float)v;
+        }
+    }
+}
+
+static float *random_rows(size_t n, size_t d, enum kind kind) {
+    float *x = input(n * d);
+    fill_rows(x, n, d, kind);
+    return x;
+}
+
+/* ---- float64 reference ---- */
+
+static void ref_sums(const float *a, const float *b, size_t d, double *ab, double *aa, double *bb) {
+    double sab = 0.0, saa = 0.0, sbb = 0.0;
+    for (size_t k = 0; k < d; ++k) {
+        sab += (double)a[k] * (double)b[k];
+        saa += (double)a[k] * (double)a[k];
+        sbb += (double)b[k] * (double)b[k];
+    }
+    *ab = sab;
+    *aa = saa;
+    *bb = sbb;
+}
+
+/* cos(a, b): NaN when a row holds NaN or an infinity, 0 when a row is all zeros. */
+static double ref_cos(const float *a, const float *b, size_t d) {
+    double ab, aa, bb;
+    ref_sums(a, b, d, &ab, &aa, &bb);
+    double na = sqrt(aa), nb = sqrt(bb);
+    if (!isfinite(na) || !isfinite(nb)) return NAN;
+    double den = na * nb;
+    return den > 0.0 ? ab / den : 0.0;
+}
+
+enum how { MAX, MEAN };
+
+/* max or mean of cnt similarities after clamping each; 0 for an empty group, NaN if any is NaN. */
+static double ref_reduce(const double *s, size_t cnt, sk_clamp c, enum how how) {
+    if (cnt == 0) return 0.0;
+    double mx = -INFINITY, sum = 0.0;
+    for (size_t j = 0; j < cnt; ++j) {
+        double v = s[j];
+        if (isnan(v)) return NAN;
+        if (c.enabled) v = v < c.lo ? c.lo : (v > c.hi ? c.hi : v);
+        mx = v > mx ? v : mx;
+        sum += v;
+    }
+    return how == MAX ? mx : sum / (double)cnt;
+}
+
+/* ---- value checks ---- */
+
+static void check_value(const char *what, size_t i, float got, float serial, double want, double tol) {
+    H.values++;
+    if (got == SENTINEL) {
+        fail("%s[%zu] was never written", what, i);
+        return;
+    }
+    if (isnan(want) || isnan(got)) {
+        if (isnan(want) != isnan(got)) fail("%s[%zu] = %.9g, float64 reference %.9g (NaN pattern differs)", what, i, got, want);
+        else if (!isnan(serial)) fail("%s[%zu] = NaN, serial %.9g (NaN pattern differs from serial)", what, i, serial);
+        return;
+    }
+    if (isinf(want) || isinf(got)) { /* only a precomputed row holds infinities: they pass through exactly */
+        if ((double)got != want) fail("%s[%zu] = %.9g, expected exactly %.9g", what, i, got, want);
+        else if ((double)serial != want) fail("%s[%zu] = %.9g, serial %.9g", what, i, got, serial);
+        return;
+    }
+    double err = fabs((double)got - want);
+    if (!(err <= tol)) {
+        fail("%s[%zu] = %.9g, float64 reference %.9g (error %.3g > tolerance %.3g)", what, i, got, want, err, tol);
+        return;
+    }
+    double diff = fabs((double)got - (double)serial);
+    if (!(diff <= 2.0 * tol))
+        fail("%s[%zu] = %.9g, serial %.9g (difference %.3g > 2 x tolerance %.3g)", what, i, got, serial, diff, 2.0 * tol);
+}
+
+static void check_same(const char *what, const float *x, const float *y, size_t n) {
+    for (size_t i = 0; i < n; ++i) {
+        if (!(same_bits(x[i], y[i]) || (isnan(x[i]) && isnan(y[i])))) {
+            fail("%s[%zu] = %.9g, differs from %.9g", what, i, x[i], y[i]);
+            return;
+        }
+    }
+}
+
+/* ---- one call of each kernel, checked ---- */
+
+static void run_normalize(const float *x, size_t n, size_t d) {
+    H.cases++;
+    float *out = output(n * d), *ser = output(n * d), *inplace = input(n * d);
+    H.be->normalize(x, n, d, out);
+    H.ser->normalize(x, n, d, ser);
+    check_guards(out, n * d, SENTINEL, "normalize out");
+    for (size_t i = 0; i < n; ++i) {
+        double ab, ss, bb;
+        ref_sums(x + i * d, x + i * d, d, &ab, &ss, &bb);
+        double norm = sqrt(ss), out_ss = 0.0;
+        for (size_t k = 0; k < d; ++k) {
+            double want = !isfinite(norm) ? NAN : (norm > 0.0 ? (double)x[i * d + k] / norm : 0.0);
+            check_value("normalize", i * d + k, out[i * d + k], ser[i * d + k], want, tolerance(d));
+            if (norm == 0.0 && out[i * d + k] != 0.0f) fail("normalize[%zu] of a zero row = %.9g, expected 0", i * d + k, out[i * d + k]);
+            out_ss += (double)out[i * d + k] * (double)out[i * d + k];
+        }
+        if (isfinite(norm) && norm > 0.0 && !(fabs(sqrt(out_ss) - 1.0) <= 1e-6))
+            fail("normalize row %zu has norm %.9g, expected 1", i, sqrt(out_ss));
+    }
+    /* in place (out == x) gives the same values */
+    memcpy(inplace, x, n * d * sizeof(float));
+    H.be->normalize(inplace, n, d, inplace);
+    check_guards(inplace, n * d, NAN, "normalize in place");
+    check_same("normalize in place", inplace, out, n * d);
+    release(out);
+    release(ser);
+    release(inplace);
+}
+
+static void run_paired(const float *a, const float *b, size_t n, size_t d) {
+    H.cases++;
+    float *out = output(n), *ser = output(n);
+    H.be->paired_cosine(a, b, n, d, out);
+    H.ser->paired_cosine(a, b, n, d, ser);
+    check_guards(out, n, SENTINEL, "paired_cosine out");
+    for (size_t i = 0; i < n; ++i) check_value("paired_cosine", i, out[i], ser[i], ref_cos(a + i * d, b + i * d, d), tolerance(d));
+    release(out);
+    release(ser);
+}
+
+static void run_matrix(const float *a, size_t n, const float *b, size_t m, size_t d) {
+    H.cases++;
+    float *out = output(n * m), *ser = output(n * m), *work = output(n + m), *swork = output(n + m);
+    H.be->cosine_matrix(a, n, b, m, d, work, out);
+    H.ser->cosine_matrix(a, n, b, m, d, swork, ser);
+    check_guards(out, n * m, SENTINEL, "cosine_matrix out");
+    check_guards(work, n + m, SENTINEL, "cosine_matrix work");
+    for (size_t i = 0; i < n; ++i)
+        for (size_t j = 0; j < m; ++j)
+            check_value("cosine_matrix", i * m + j, out[i * m + j], ser[i * m + j], ref_cos(a + i * d, b + j * d, d), tolerance(d));
+    release(out);
+    release(ser);
+    release(work);
+    release(swork);
+}
+
+/* the clamp bounds hold exactly for a max (each similarity is clamped before the reduction) */
+static void check_clamped_max(const char *what, const float *mx, const double *want, size_t n, sk_clamp c) {
+    if (!c.enabled) return;
+    for (size_t i = 0; i < n; ++i)
+        if (!isnan(want[i]) && !(mx[i] >= c.lo && mx[i] <= c.hi)) fail("%s[%zu] = %.9g, outside the clamp [%g, %g]", what, i, mx[i], c.lo, c.hi);
+}
+
+static void run_ragged(const float *q, size_t nq, const float *refs, const int64_t *offsets, size_t d, sk_clamp c) {
+    H.cases++;
+    float *mx = output(nq), *mean = output(nq), *smx = output(nq), *smean = output(nq), *only = output(nq);
+    size_t nr = (size_t)offsets[nq];
+    double *sims = malloc((nr + 1) * sizeof(double)), *wmax = malloc((nq + 1) * sizeof(double)), *wmean = malloc((nq + 1) * sizeof(double));
+    H.be->cosine_reduce(q, nq, refs, offsets, d, c, mx, mean);
+    H.ser->cosine_reduce(q, nq, refs, offsets, d, c, smx, smean);
+    check_guards(mx, nq, SENTINEL, "cosine_reduce out_max");
+    check_guards(mean, nq, SENTINEL, "cosine_reduce out_mean");
+    for (size_t i = 0; i < nq; ++i) {
+        size_t beg = (size_t)offsets[i], end = (size_t)offsets[i + 1];
+        for (size_t j = beg; j < end; ++j) sims[j - beg] = ref_cos(q + i * d, refs + j * d, d);
+        wmax[i] = ref_reduce(sims, end - beg, c, MAX);
+        wmean[i] = ref_reduce(sims, end - beg, c, MEAN);
+        check_value("cosine_reduce max", i, mx[i], smx[i], wmax[i], tolerance(d));
+        check_value("cosine_reduce mean", i, mean[i], smean[i], wmean[i], tolerance(d));
+        if (beg == end && (mx[i] != 0.0f || mean[i] != 0.0f)) fail("empty group %zu gives max %.9g, mean %.9g; expected 0", i, mx[i], mean[i]);
+    }
+    check_clamped_max("cosine_reduce max", mx, wmax, nq, c);
+    /* one output at a time gives the same values as both at once */
+    H.be->cosine_reduce(q, nq, refs, offsets, d, c, only, NULL);
+    check_same("cosine_reduce max alone", only, mx, nq);
+    H.be->cosine_reduce(q, nq, refs, offsets, d, c, NULL, only);
+    check_same("cosine_reduce mean alone", only, mean, nq);
+    check_guards(only, nq, SENTINEL, "cosine_reduce single output");
+    free(sims);
+    free(wmax);
+    free(wmean);
+    release(mx);
+    release(mean);
+    release(smx);
+    release(smean);
+    release(only);
+}
+
+static void run_dense(const float *q, size_t nq, const float *refs, size_t nr, size_t d, sk_clamp c) {
+    H.cases++;
+    float *mx = output(nq), *mean = output(nq), *smx = output(nq), *smean = output(nq), *only = output(nq);
+    float *work = output(nr), *swork = output(nr);
+    double *sims = malloc((nr + 1) * sizeof(double)), *wmax = malloc((nq + 1) * sizeof(double));
+    H.be->cosine_reduce_dense(q, nq, refs, nr, d, c, work, mx, mean);
+    H.ser->cosine_reduce_dense(q, nq, refs, nr, d, c, swork, smx, smean);
+    check_guards(mx, nq, SENTINEL, "cosine_reduce_dense out_max");
+    check_guards(mean, nq, SENTINEL, "cosine_reduce_dense out_mean");
+    check_guards(work, nr, SENTINEL, "cosine_reduce_dense work");
+    for (size_t i = 0; i < nq; ++i) {
+        for (size_t j = 0; j < nr; ++j) sims[j] = ref_cos(q + i * d, refs + j * d, d);
+        wmax[i] = ref_reduce(sims, nr, c, MAX);
+        check_value("cosine_reduce_dense max", i, mx[i], smx[i], wmax[i], tolerance(d));
+        check_value("cosine_reduce_dense mean", i, mean[i], smean[i], ref_reduce(sims, nr, c, MEAN), tolerance(d));
+        if (nr == 0 && (mx[i] != 0.0f || mean[i] != 0.0f)) fail("no refs: query %zu gives max %.9g, mean %.9g; expected 0", i, mx[i], mean[i]);
+    }
+    check_clamped_max("cosine_reduce_dense max", mx, wmax, nq, c);
+    H.be->cosine_reduce_dense(q, nq, refs, nr, d, c, work, only, NULL);
+    check_same("cosine_reduce_dense max alone", only, mx, nq);
+    H.be->cosine_reduce_dense(q, nq, refs, nr, d, c, work, NULL, only);
+    check_same("cosine_reduce_dense mean alone", only, mean, nq);
+    free(sims);
+    free(wmax);
+    release(mx);
+    release(mean);
+    release(smx);
+    release(smean);
+    release(only);
+    release(work);
+    release(swork);
+}
+
+/* sims: n rows of m values, row stride `stride` (the gap between rows holds NaN, which must not be read) */
+static void run_rows(const float *sims, size_t n, size_t m, size_t stride, sk_clamp c) {
+    H.cases++;
+    float *mx = output(n), *mean = output(n), *smx = output(n), *smean = output(n);
+    double *row = malloc((m + 1) * sizeof(double));
+    H.be->reduce_rows(sims, n, m, stride, c, mx, mean);
+    H.ser->reduce_rows(sims, n, m, stride, c, smx, smean);
+    check_guards(mx, n, SENTINEL, "reduce_rows out_max");
+    check_guards(mean, n, SENTINEL, "reduce_rows out_mean");
+    for (size_t i = 0; i < n; ++i) {
+        for (size_t j = 0; j < m; ++j) row[j] = (double)sims[i * stride + j];
+        double wmax = ref_reduce(row, m, c, MAX);
+        /* the max of float32 values is one of them (after clamping): exact */
+        if (!(same_bits(mx[i], (float)wmax) || (isnan(wmax) && isnan(mx[i])))) fail("reduce_rows max[%zu] = %.9g, expected exactly %.9g", i, mx[i], wmax);
+        H.values++;
+        check_value("reduce_rows mean", i, mean[i], smean[i], ref_reduce(row, m, c, MEAN), tolerance(m));
+    }
+    check_same("reduce_rows max vs serial", mx, smx, n);
+    free(row);
+    release(mx);
+    release(mean);
+    release(smx);
+    release(smean);
+}
+
+/* every function on one pair of row sets (a: n rows, b: m rows) */
+static void run_all(const float *a, size_t n, const float *b, size_t m, size_t d, sk_clamp c) {
+    run_normalize(a, n, d);
+    run_paired(a, b, n < m ? n : m, d);
+    run_matrix(a, n, b, m, d);
+    run_dense(a, n, b, m, d, c);
+    /* ragged: query i gets a group that grows with i, the first empty, the rest absorbed by the last */
+    int64_t *offsets = malloc((n + 1) * sizeof(int64_t));
+    offsets[0] = 0;
+    for (size_t i = 1; i <= n; ++i) offsets[i] = offsets[i - 1] + (int64_t)(i - 1);
+    for (size_t i = 1; i <= n; ++i)
+        if (offsets[i] > (int64_t)m) offsets[i] = (int64_t)m;
+    if (n) offsets[n] = (int64_t)m;
+    if (n) run_ragged(a, n, b, offsets, d, c);
+    free(offsets);
+}
+
+/* ---- the suite ---- */
+
+static void suite_tails(void) {
+    for (size_t di = 0; di < N_DIMS; ++di) {
+        size_t d = DIMS[di];
+        for (int kind = NORMAL; kind <= SCALED; ++kind) {
+            label("tails d=%zu %s", d, KIND_NAMES[kind]);
+            float *x = random_rows(9, d, kind), *a = random_rows(11, d, kind), *b = random_rows(13, d, kind);
+            run_normalize(x, 9, d);
+            run_paired(a, b, 11, d);
+            run_matrix(a, 7, b, 13, d); /* 13 = three blocks of 4 and one left over */
+            run_matrix(b, 13, a, 8, d); /* two whole blocks */
+            release(x);
+            release(a);
+            release(b);
+        }
+    }
+}
+
+static void suite_ragged(void) {
+    static const size_t sizes[] = {3, 0, 1, 8, 0, 0, 5, 2, 0}; /* empty groups at the start, middle and end */
+    const size_t nq = sizeof sizes / sizeof sizes[0];
+    const sk_clamp clamps[] = {NO_CLAMP, {1, 0.0f, 1.0f}, {1, -0.05f, 0.05f}};
+    int64_t offsets[sizeof sizes / sizeof sizes[0] + 1] = {0};
+    for (size_t i = 0; i < nq; ++i) offsets[i + 1] = offsets[i] + (int64_t)sizes[i];
+    for (size_t di = 0; di < N_DIMS; ++di) {
+        size_t d = DIMS[di];
+        for (size_t ci = 0; ci < 3; ++ci) {
+            label("ragged d=%zu clamp %zu", d, ci);
+            float *q = random_rows(nq, d, ci == 1 ? POSITIVE : NORMAL), *r = random_rows((size_t)offsets[nq], d, NORMAL);
+            run_ragged(q, nq, r, offsets, d, clamps[ci]);
+            release(q);
+            release(r);
+        }
+    }
+}
+
+static void suite_dense(void) {
+    static const size_t n_refs[] = {0, 1, 3, 4, 5, 64, 65, 70, 130}; /* across the block of 64 */
+    const sk_clamp clamps[] = {NO_CLAMP, {1, 0.0f, 1.0f}};
+    for (size_t di = 0; di < N_DIMS; ++di) {
+        size_t d = DIMS[di];
+        for (size_t ri = 0; ri < sizeof n_refs / sizeof n_refs[0]; ++ri)
+            for (size_t ci = 0; ci < 2; ++ci) {
+                label("dense d=%zu refs=%zu clamp %zu", d, n_refs[ri], ci);
+                float *q = random_rows(6, d, NORMAL), *r = random_rows(n_refs[ri], d, NORMAL);
+                run_dense(q, 6, r, n_refs[ri], d, clamps[ci]);
+                release(q);
+                release(r);
+            }
+    }
+}
+
+static void suite_rows(void) {
+    static const size_t ms[] = {0, 1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65, 130};
+    const sk_clamp clamps[] = {NO_CLAMP, {1, 0.0f, 1.0f}, {1, -0.05f, 0.05f}};
+    const size_t n = 6;
+    for (size_t mi = 0; mi < sizeof ms / sizeof ms[0]; ++mi) {
+        size_t m = ms[mi];
+        for (size_t gap = 0; gap <= 3; gap += 3)
+            for (size_t ci = 0; ci < 3; ++ci)
+                for (int with_nan = 0; with_nan <= 1; ++with_nan) {
+                    size_t stride = m + gap;
+                    label("reduce_rows m=%zu stride=%zu clamp %zu%s", m, stride, ci, with_nan ? " NaN" : "");
+                    float *s = input(n * stride);
+                    for (size_t i = 0; i < n; ++i)
+                        for (size_t j = 0; j < m; ++j) s[i * stride + j] = (float)(2.0 * rng_unit() - 1.0);
+                    if (with_nan && m) {
+                        s[1 * stride + 0] = NAN;     /* first element */
+                        s[2 * stride + m - 1] = NAN; /* last: the scalar tail */
+                        s[3 * stride + m / 2] = NAN;
+                        s[4 * stride + m - 1] = INFINITY; /* clamped to hi, or +inf */
+                        s[5 * stride + 0] = -INFINITY;
+                    }
+                    run_rows(s, n, m, stride, clamps[ci]);
+                    release(s);
+                }
+    }
+}
+
+static void suite_zero_rows(void) {
+    static const size_t dims[] = {1, 4, 5, 8, 9, 16, 17, 384};
+    for (size_t di = 0; di < sizeof dims / sizeof dims[0]; ++di) {
+        size_t d = dims[di];
+        label("zero rows d=%zu", d);
+        float *a = random_rows(5, d, NORMAL), *b = random_rows(5, d, NORMAL);
+        memset(a + 1 * d, 0, d * sizeof(float));
+        memset(b + 3 * d, 0, d * sizeof(float));
+        memset(b + 1 * d, 0, d * sizeof(float));
+        run_all(a, 5, b, 5, d, NO_CLAMP);
+        float *p = output(5), *mx = output(5), *mean = output(5), *work = output(10), *mat = output(25);
+        H.be->paired_cosine(a, b, 5, d, p);
+        if (p[1] != 0.0f || p[3] != 0.0f) fail("paired cosine with a zero row = %.9g, %.9g; expected 0", p[1], p[3]);
+        H.be->cosine_matrix(a, 5, b, 5, d, work, mat);
+        for (size_t i = 0; i < 5; ++i)
+            if (mat[1 * 5 + i] != 0.0f || mat[i * 5 + 3] != 0.0f || mat[i * 5 + 1] != 0.0f) fail("cosine_matrix with a zero row is not 0 (row or column %zu)", i);
+        /* zero-norm gives 0.0, then the clamp applies: [0.2, 1] turns it into exactly 0.2 */
+        const int64_t offsets[] = {0, 1, 2, 3, 4, 5};
+        sk_clamp c = {1, 0.2f, 1.0f};
+        H.be->cosine_reduce(a, 5, b, offsets, d, c, mx, mean);
+        if (mean[3] != 0.2f || mx[1] != 0.2f) fail("clamped similarity of a zero row: mean %.9g, max %.9g; expected 0.2", mean[3], mx[1]);
+        H.be->cosine_reduce(a, 5, b, offsets, d, NO_CLAMP, mx, mean);
+        if (mean[3] != 0.0f || mx[1] != 0.0f) fail("similarity of a zero row: mean %.9g, max %.9g; expected 0", mean[3], mx[1]);
+        H.values += 14;
+        release(a);
+        release(b);
+        release(p);
+        release(mx);
+        release(mean);
+        release(work);
+        release(mat);
+    }
+}
+
+static void suite_nan(void) {
+    static const size_t dims[] = {1, 2, 4, 5, 8, 9, 15, 16, 17, 33, 384};
+    const float bads[] = {NAN, INFINITY, -INFINITY};
+    const char *bad_names[] = {"nan", "inf", "-inf"};
+    for (size_t di = 0; di < sizeof dims / sizeof dims[0]; ++di) {
+        size_t d = dims[di];
+        size_t where[] = {0, d / 2, d - 1};
+        for (size_t bi = 0; bi < 3; ++bi)
+            for (size_t wi = 0; wi < 3; ++wi) {
+                label("%s at %zu d=%zu", bad_names[bi], where[wi], d);
+                float *a = random_rows(4, d, NORMAL), *b = random_rows(6, d, NORMAL);
+                a[2 * d + where[wi]] = bads[bi];
+                b[4 * d + where[(wi + 1) % 3]] = bads[bi];
+                run_all(a, 4, b, 6, d, NO_CLAMP);
+                run_all(a, 4, b, 6, d, (sk_clamp){1, 0.0f, 1.0f});
+                const int64_t offsets[] = {0, 2, 5, 6, 6}; /* query 1 meets ref 4, query 3's group is empty */
+                run_ragged(a, 4, b, offsets, d, (sk_clamp){1, 0.0f, 1.0f});
+                release(a);
+                release(b);
+            }
+    }
+    label("NaN row against a zero row");
+    float *a = input(2), *z = input(2);
+    a[0] = NAN;
+    a[1] = 1.0f;
+    z[0] = z[1] = 0.0f;
+    run_paired(a, z, 1, 2);
+    run_matrix(a, 1, z, 1, 2);
+    release(a);
+    release(z);
+}
+
+static void suite_extreme(void) {
+    static const size_t dims[] = {1, 3, 4, 5, 8, 16, 17, 33, 384};
+    const double mags[] = {1e-30, 1e-20, 1e-17, 1e17, 1e20, 1e30, 1e37};
+    for (size_t di = 0; di < sizeof dims / sizeof dims[0]; ++di) {
+        size_t d = dims[di];
+        for (size_t mi = 0; mi < sizeof mags / sizeof mags[0]; ++mi) {
+            label("magnitude %g d=%zu", mags[mi], d);
+            float mag = (float)mags[mi];
+            float *a = random_rows(5, d, NORMAL), *b = random_rows(6, d, NORMAL);
+            for (size_t k = 0; k < d; ++k) {
+                a[1 * d + k] *= mag;
+                b[2 * d + k] *= mag;
+                a[3 * d + k] = mag; /* every element extreme */
+                b[4 * d + k] = k == 0 ? mag : 0.0f; /* one extreme element */
+            }
+            run_all(a, 5, b, 6, d, NO_CLAMP);
+            release(a);
+            release(b);
+        }
+    }
+}
+
+static void suite_no_clamping(void) {
+    const size_t n = 64, d = 97;
+    label("identical and opposite rows");
+    float *x = random_rows(n, d, NORMAL), *neg = input(n * d);
+    for (size_t i = 0; i < n * d; ++i) neg[i] = -x[i];
+    run_paired(x, x, n, d);
+    run_paired(x, neg, n, d);
+    int64_t offsets[65];
+    for (size_t i = 0; i <= n; ++i) offsets[i] = (int64_t)i;
+    float *mx = output(n);
+    H.be->cosine_reduce(x, n, x, offsets, d, (sk_clamp){1, 0.0f, 0.5f}, mx, NULL);
+    for (size_t i = 0; i < n; ++i)
+        if (mx[i] != 0.5f) fail("max of a row with itself clamped to [0, 0.5] = %.9g, expected 0.5", mx[i]);
+    H.values += (long)n;
+    release(x);
+    release(neg);
+    release(mx);
+}
+
+static void suite_empty(void) {
+    label("empty inputs");
+    float *a = random_rows(3, 8, NORMAL), *none = input(0);
+    const int64_t zeros[] = {0, 0, 0};
+    run_normalize(none, 0, 8);
+    run_paired(none, none, 0, 8);
+    run_matrix(none, 0, a, 3, 8);
+    run_matrix(a, 3, none, 0, 8);
+    run_ragged(none, 0, none, zeros, 8, NO_CLAMP);
+    run_ragged(a, 2, none, zeros, 8, NO_CLAMP);
+    run_dense(a, 2, none, 0, 8, NO_CLAMP);
+    run_dense(none, 0, a, 3, 8, NO_CLAMP);
+    run_rows(none, 0, 5, 5, NO_CLAMP);
+    run_rows(a, 3, 0, 8, NO_CLAMP);
+    label("d = 0");
+    run_all(none, 2, none, 3, 0, NO_CLAMP);
+    release(a);
+    release(none);
+}
+
+static void suite_large(void) {
+    const size_t n = 2500, d = 384;
+    label("large n=%zu d=%zu", n, d);
+    float *a = random_rows(n, d, NORMAL), *b = random_rows(n, d, NORMAL);
+    run_paired(a, b, n, d);
+    run_normalize(a, n, d);
+    size_t nq = 300;
+    int64_t *offsets = malloc((nq + 1) * sizeof(int64_t));
+    offsets[0] = 0;
+    for (size_t i = 0; i < nq; ++i) offsets[i + 1] = offsets[i] + (int64_t)rng_below(5);
+    run_ragged(a, nq, b, offsets, d, NO_CLAMP);
+    run_matrix(a, 20, b, 30, d);
+    free(offsets);
+    release(a);
+    release(b);
+}
+
+/* random shapes, contents, clamps and misaligned starts */
+static void suite_fuzz(long count) {
+    for (long t = 0; t < count; ++t) {
+        size_t n = rng_below(10), m = rng_below(10), d = 1 + rng_below(70), shift = rng_below(4);
+        enum kind kind = (enum kind)rng_below(4);
+        label("fuzz %ld n=%zu m=%zu d=%zu %s shift %zu", t, n, m, d, KIND_NAMES[kind], shift);
+        float *a = input(n * d + shift), *b = input(m * d + shift);
+        fill_rows(a + shift, n, d, kind);
+        fill_rows(b + shift, m, d, kind);
+        size_t specials = rng_below(8) == 0 ? 1 + rng_below(3) : 0;
+        for (size_t s = 0; s < specials && n && m; ++s) {
+            const float vals[] = {NAN, INFINITY, -INFINITY, 1e-30f, 1e30f, 0.0f};
+            float *dst = rng_below(2) ? a + shift + rng_below(n * d) : b + shift + rng_below(m * d);
+            *dst = vals[rng_below(6)];
+        }
+        sk_clamp c = NO_CLAMP;
+        if (rng_below(2)) {
+            c.enabled = 1;
+            c.lo = (float)(-rng_unit());
+            c.hi = (float)rng_unit();
+        }
+        run_all(a + shift, n, b + shift, m, d, c);
+        release(a);
+        release(b);
+    }
+}
+
+static void run_backend(const sk_backend *be, long fuzz) {
+    memset(&H, 0, sizeof H);
+    H.be = be;
+    H.ser = &sk_backend_serial;
+    rng_state = 20261129;
+    clock_t start = clock();
+    suite_tails();
+    suite_ragged();
+    suite_dense();
+    suite_rows();
+    suite_zero_rows();
+    suite_nan();
+    suite_extreme();
+    suite_no_clamping();
+    suite_empty();
+    suite_large();
+    suite_fuzz(fuzz);
+    double secs = (double)(clock() - start) / CLOCKS_PER_SEC;
+    printf("%-8s %6ld cases, %8ld values checked, %ld failed  (%.1f s)\n", be->name, H.cases, H.values, H.failures, secs);
+    if (H.failures > MAX_PRINTED) printf("%-8s (%ld more failures not shown)\n", be->name, H.failures - MAX_PRINTED);
+}
+
+int main(int argc, char **argv) {
+    const char *only = NULL, *required[16];
+    size_t n_required = 0;
+    long fuzz = 600;
+    for (int i = 1; i < argc; ++i) {
+        if (strcmp(argv[i], "--require") == 0 && i + 1 < argc && n_required < 16) required[n_required++] = argv[++i];
+        else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc) only = argv[++i];
+        else if (strcmp(argv[i], "--fuzz") == 0 && i + 1 < argc) fuzz = atol(argv[++i]);
+        else {
+            fprintf(stderr, "usage: %s [--require NAME]... [--only NAME] [--fuzz N]\n", argv[0]);
+            return 2;
+        }
+    }
+    sk_init();
+    int status = 0;
+    for (size_t r = 0; r < n_required; ++r) {
+        int compiled = 0;
+        for (size_t i = 0; i < sk_backend_count(); ++i) compiled |= strcmp(sk_backend_at(i)->name, required[r]) == 0;
+        if (!compiled) {
+            printf("FAIL backend %s is required but not compiled into this build\n", required[r]);
+            status = 1;
+        } else if (!sk_backend_supported(required[r])) {
+            printf("FAIL backend %s is required but this CPU does not support it\n", required[r]);
+            status = 1;
+        }
+    }
+    printf("kernel_harness: %zu backends compiled; best supported: %s\n", sk_backend_count(), sk_active()->name);
+    long total_failures = 0, ran = 0;
+    for (size_t i = 0; i < sk_backend_count(); ++i) {
+        const sk_backend *be = sk_backend_at(i);
+        if (only && strcmp(only, be->name) != 0) continue;
+        if (!sk_backend_supported(be->name)) {
+            printf("%-8s skipped: not supported by this CPU\n", be->name);
+            continue;
+        }
+        run_backend(be, fuzz);
+        total_failures += H.failures;
+        ran++;
+    }
+    if (ran == 0) {
+        printf("FAIL no backend ran\n");
+        status = 1;
+    }
+    if (total_failures) status = 1;
+    printf("kernel_harness: %s\n", status ? "FAILED" : "all checks passed");
+    return status;
+}
