@@ -4,7 +4,7 @@ PYTHON ?= python3.11
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 
-.PHONY: demo test check setup models bench lint clean sanitize wheel
+.PHONY: demo test check setup models bench lint clean sanitize wheel neon
 
 ## demo: set everything up if needed, prepare the embedded default model (offline; the test models are not
 ## needed), then score the example answers on it.
@@ -41,6 +41,11 @@ models: setup
 ## tests run against it; any sanitizer report fails (CI runs it after test).
 sanitize: setup
 	bash scripts/sanitize.sh $(BIN)/python
+
+## neon: the C kernel harness on every backend, natively and cross-compiled for aarch64 under qemu (NEON);
+## needs gcc-aarch64-linux-gnu, libc6-dev-arm64-cross and qemu-user, not the venv (CI runs it after check).
+neon:
+	bash scripts/neon_test.sh
 
 ## bench: every product benchmark, side by side with its peers (benchmarks/README.md); the peers that need
 ## their own virtual environment (fastembed, eval_lib) are built first.
