@@ -67,5 +67,5 @@ setup(
             "initializedcheck": debug,
             "embedsignature": True,
         },
-    )
+    ),
 )
