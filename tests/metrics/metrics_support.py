@@ -31,7 +31,7 @@ def eval_lib_formula(embeddings: np.ndarray, aggregation: str) -> tuple[float, l
 
 
 class EncoderSpy:
-    """Wraps a TextEncoder and records every list of texts handed to ``encode``."""
+    """Wraps a TextEncoder and records every list of texts handed to ``encode`` or ``aencode``."""
 
     def __init__(self, encoder: Any) -> None:
         self.encoder = encoder
@@ -41,6 +41,11 @@ class EncoderSpy:
         texts = list(texts)
         self.calls.append(texts)
         return self.encoder.encode(texts, batch_size=batch_size, normalize=normalize)
+
+    async def aencode(self, texts, batch_size: int = 32, normalize: bool = True):
+        texts = list(texts)
+        self.calls.append(texts)
+        return await self.encoder.aencode(texts, batch_size=batch_size, normalize=normalize)
 
 
 # ----------------------------------------------------------------------------------------------------

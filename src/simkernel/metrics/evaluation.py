@@ -25,7 +25,6 @@ from typing import Any
 import numpy as np
 
 from simkernel.metrics import console
-from simkernel.metrics.embedding_providers.base import run_blocking
 from simkernel.metrics.embedding_providers.local import LocalEmbeddingProvider
 from simkernel.metrics.scoring import score_groups
 from simkernel.metrics.vector_metrics import _VectorMetric
@@ -123,7 +122,7 @@ async def _score_local_metrics(cases: list[Any], metrics: list[Any]) -> dict[int
             plans[m_idx] = plan
 
         provider: LocalEmbeddingProvider = metrics[member_indices[0]].provider
-        embeddings = await run_blocking(provider.embed_sync, list(row_of)) if row_of else None
+        embeddings = (await provider.embed(list(row_of)))[0] if row_of else None
 
         for m_idx in member_indices:
             metric, plan = metrics[m_idx], plans[m_idx]

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from simkernel.runtime.acquisition.registry import DEFAULT_MODEL
 from simkernel.runtime.acquisition.resolve import resolve_model
+from simkernel.runtime.inference.batcher import batch_settings
 from simkernel.runtime.inference.bundle import check_precision
 from simkernel.runtime.inference.cross_encoder import BundleCrossEncoder
 from simkernel.runtime.inference.embedding_cache import EmbeddingCache
@@ -25,7 +26,7 @@ class TextEncoder(BundleTextEncoder):
         model: a bundle folder, a checkpoint folder (exported on first use), a model id in the store,
             or a hub repo id; see :func:`simkernel.runtime.acquisition.resolve.resolve_model` for the
             order.
-        precision, threads, providers, cache_size, cache_dir: see
+        precision, threads, providers, cache_size, cache_dir, batching, max_batch_tokens, max_queue: see
             :class:`~simkernel.runtime.inference.text_encoder.BundleTextEncoder` (``cache_dir``: the
             persistent embedding cache shared across runs, default ``$SIMKERNEL_CACHE_DIR`` or off).
         token: Hugging Face token for downloading a private or gated repo (default: ``HF_TOKEN``);
@@ -41,18 +42,34 @@ class TextEncoder(BundleTextEncoder):
         cache_size: int = DEFAULT_CACHE_SIZE,
         token: str | None = None,
         cache_dir: str | os.PathLike | None = None,
+        batching: bool | None = None,
+        max_batch_tokens: int | None = None,
+        max_queue: int | None = None,
     ) -> None:
         check_precision(precision)
         EmbeddingCache(cache_size)  # a bad cache_size fails before any download or export
+        batch_settings(max_batch_tokens, max_queue)  # so do bad batching settings
         folder = resolve_model(model, precision=precision, token=token)
-        super().__init__(folder, precision, threads, providers, cache_size, name=model, cache_dir=cache_dir)
+        super().__init__(
+            folder,
+            precision,
+            threads,
+            providers,
+            cache_size,
+            name=model,
+            cache_dir=cache_dir,
+            batching=batching,
+            max_batch_tokens=max_batch_tokens,
+            max_queue=max_queue,
+        )
 
 
 class CrossEncoder(BundleCrossEncoder):
     """Score text pairs with a cross-encoder (``...ForSequenceClassification``) exported to ONNX.
 
-    ``model`` is resolved as :class:`TextEncoder` resolves it; ``precision``, ``threads`` and ``providers``
-    are :class:`~simkernel.runtime.inference.cross_encoder.BundleCrossEncoder`'s; ``token`` is the Hugging
+    ``model`` is resolved as :class:`TextEncoder` resolves it; ``precision``, ``threads``, ``providers``,
+    ``batching``, ``max_batch_tokens`` and ``max_queue`` are
+    :class:`~simkernel.runtime.inference.cross_encoder.BundleCrossEncoder`'s; ``token`` is the Hugging
     Face token for downloading a private or gated repo (default: ``HF_TOKEN``); unused when the model is a
     local folder or already in the store.
     """
@@ -64,7 +81,20 @@ class CrossEncoder(BundleCrossEncoder):
         threads: int | None = None,
         providers: list[str] | None = None,
         token: str | None = None,
+        batching: bool | None = None,
+        max_batch_tokens: int | None = None,
+        max_queue: int | None = None,
     ) -> None:
         check_precision(precision)
+        batch_settings(max_batch_tokens, max_queue)
         folder = resolve_model(model, precision=precision, token=token)
-        super().__init__(folder, precision, threads, providers, name=model)
+        super().__init__(
+            folder,
+            precision,
+            threads,
+            providers,
+            name=model,
+            batching=batching,
+            max_batch_tokens=max_batch_tokens,
+            max_queue=max_queue,
+        )

@@ -13,6 +13,7 @@ from pathlib import Path
 from simkernel.runtime.acquisition.registry import DEFAULT_MODEL
 from simkernel.runtime.acquisition.resolve import resolve_model
 from simkernel.runtime.encoders import CrossEncoder, TextEncoder
+from simkernel.runtime.inference.batcher import batch_settings, batching_default
 from simkernel.runtime.inference.cache_settings import resolve_cache_dir
 
 _LOCK = threading.Lock()
@@ -46,10 +47,17 @@ def get_text_encoder(
     providers: list[str] | None = None,
     token: str | None = None,
     cache_dir: str | os.PathLike | None = None,
+    batching: bool | None = None,
+    max_batch_tokens: int | None = None,
+    max_queue: int | None = None,
 ):
     """The shared :class:`~simkernel.runtime.TextEncoder` for these settings (created once;
     ``token`` is only used to download the model). ``cache_dir``: the persistent embedding cache
-    (None: ``$SIMKERNEL_CACHE_DIR`` if set, else off), part of the key as the folder it resolves to."""
+    (None: ``$SIMKERNEL_CACHE_DIR`` if set, else off), part of the key as the folder it resolves to.
+    ``batching``, ``max_batch_tokens``, ``max_queue``: :class:`~simkernel.runtime.TextEncoder`'s (None: the
+    ``SIMKERNEL_BATCHING`` / ``SIMKERNEL_MAX_BATCH_TOKENS`` / ``SIMKERNEL_MAX_QUEUE`` environment, else on,
+    4,096 tokens a pass and 1,024 waiting calls); the evaluators and metrics use these instances, so
+    their concurrent calls share forward passes by default."""
     folder = resolve_cache_dir(cache_dir)
     return _shared(
         "text",
@@ -60,7 +68,15 @@ def get_text_encoder(
         providers,
         token,
         cache_dir=str(folder) if folder else "",
+        **_batching_options(batching, max_batch_tokens, max_queue),
     )
+
+
+def _batching_options(batching: bool | None, max_batch_tokens: int | None, max_queue: int | None) -> dict:
+    """The batching settings as resolved now (environment included), so they are part of the key."""
+    tokens, queue = batch_settings(max_batch_tokens, max_queue)
+    on = batching_default() if batching is None else batching
+    return {"batching": on, "max_batch_tokens": tokens, "max_queue": queue}
 
 
 def get_cross_encoder(
@@ -69,10 +85,14 @@ def get_cross_encoder(
     threads: int | None = None,
     providers: list[str] | None = None,
     token: str | None = None,
+    batching: bool | None = None,
+    max_batch_tokens: int | None = None,
+    max_queue: int | None = None,
 ):
     """The shared :class:`~simkernel.runtime.CrossEncoder` for these settings (created once;
-    ``token`` is only used to download the model)."""
-    return _shared("cross", CrossEncoder, model, precision, threads, providers, token)
+    ``token`` is only used to download the model; batching as :func:`get_text_encoder`)."""
+    options = _batching_options(batching, max_batch_tokens, max_queue)
+    return _shared("cross", CrossEncoder, model, precision, threads, providers, token, **options)
 
 
 def clear_shared_instances() -> None:

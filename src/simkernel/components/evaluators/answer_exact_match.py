@@ -58,3 +58,11 @@ class AnswerExactMatchEvaluator:
             for truth, extracted in zip(ground_truth_answers, predicted_answers, strict=True)
         ]
         return {"individual_scores": matches, "score": sum(matches) / len(predicted_answers)}
+
+    @output_types(individual_scores=list[int], score=float)
+    async def run_async(
+        self, ground_truth_answers: list[str], predicted_answers: list[str]
+    ) -> dict[str, Any]:
+        """:meth:`run` for ``AsyncPipeline`` and asyncio code (string comparisons only: nothing to wait
+        for, so it runs on the event loop); the same outputs and errors."""
+        return self.run(ground_truth_answers, predicted_answers)

@@ -34,7 +34,9 @@ Extensions (none changes the compatible behaviour):
 - ``run`` accepts several correct answers per question: ``ground_truth_answers`` may hold lists of strings
   (``[["Berlin", "Berlin, Germany"], "Paris"]``); that pair's score is the MAX over its ground truths
   (for a cross-encoder, the all-or-nothing logistic rule is applied over all scored pairs first).
-- ``run_async``: the same computation in a worker thread, for ``Pipeline.run_async`` and asyncio code.
+- ``run_async``: the same outputs for ``AsyncPipeline`` and asyncio code, without blocking the event loop;
+  concurrent calls (threads or tasks) share the model's forward passes
+  (:mod:`simkernel.runtime.inference.batcher`).
 
 Differences in bad input: everything Haystack rejects is rejected with Haystack's message; what Haystack
 lets crash deep inside (``None`` or non-string ground truths, non-string predictions, a string instead of
@@ -229,6 +231,53 @@ class SASEvaluator:
         :raises ValueError: lengths differ; a prediction is ``None`` (Haystack's messages); a ground truth or
             prediction is not a string, an empty list of ground truths; ``batch_size`` is not a positive int.
         """
+        checked = self._checked_inputs(ground_truth_answers, predicted_answers)
+        if checked is None:
+            return {"score": 0.0, "individual_scores": [0.0]}
+        predictions, groups, several, batch_size = checked
+        if self._similarity_model is None:
+            self.warm_up()
+        if self._is_cross_encoder:
+            pairs = _cross_pairs(predictions, groups)
+            scores = self._similarity_model.predict(pairs, batch_size=batch_size)
+            individual = self._cross_encoder_scores(scores, groups, several)
+        else:
+            texts = predictions + [text for group in groups for text in group]
+            embeddings = self._similarity_model.encode(texts, batch_size=batch_size)
+            individual = _bi_encoder_scores(embeddings, groups, several)
+        return {"score": np.mean(individual), "individual_scores": individual}
+
+    @output_types(score=float, individual_scores=list[float])
+    async def run_async(
+        self, ground_truth_answers: list[str] | list[list[str]], predicted_answers: list[str]
+    ) -> dict[str, Any]:
+        """:meth:`run` for ``AsyncPipeline`` and asyncio code: the same outputs, bit for bit, without
+        blocking the event loop. The texts join the shared model's queue (``TextEncoder.aencode`` /
+        ``CrossEncoder.apredict``), so concurrent tasks share forward passes; the model is loaded (the
+        first call) in a worker thread."""
+        checked = self._checked_inputs(ground_truth_answers, predicted_answers)
+        if checked is None:
+            return {"score": 0.0, "individual_scores": [0.0]}
+        predictions, groups, several, batch_size = checked
+        if self._similarity_model is None:
+            from simkernel.runtime.inference.threads import run_blocking
+
+            await run_blocking(self.warm_up)
+        if self._is_cross_encoder:
+            pairs = _cross_pairs(predictions, groups)
+            scores = await self._similarity_model.apredict(pairs, batch_size=batch_size)
+            individual = self._cross_encoder_scores(scores, groups, several)
+        else:
+            texts = predictions + [text for group in groups for text in group]
+            embeddings = await self._similarity_model.aencode(texts, batch_size=batch_size)
+            individual = _bi_encoder_scores(embeddings, groups, several)
+        return {"score": np.mean(individual), "individual_scores": individual}
+
+    def _checked_inputs(
+        self, ground_truth_answers: Any, predicted_answers: Any
+    ) -> tuple[list[str], list[list[str]], bool, int] | None:
+        """(predictions, ground-truth groups, whether any question has several, batch size), checked as
+        Haystack checks them; None for empty inputs."""
         if len(ground_truth_answers) != len(predicted_answers):
             raise ValueError("The number of predictions and labels must be the same.")
 
@@ -236,63 +285,18 @@ class SASEvaluator:
             raise ValueError("Predicted answers must not contain None values.")
 
         if len(predicted_answers) == 0:
-            return {"score": 0.0, "individual_scores": [0.0]}
+            return None
 
         predictions = _checked_predictions(predicted_answers)
         groups, several = _ground_truth_groups(ground_truth_answers)
         batch_size = self._batch_size
         if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size <= 0:
             raise ValueError(f"batch_size must be a positive integer, got {batch_size}.")
+        return predictions, groups, several, int(batch_size)
 
-        if self._similarity_model is None:
-            self.warm_up()
-
-        score_pairs = self._cross_encoder_scores if self._is_cross_encoder else self._bi_encoder_scores
-        scores = score_pairs(predictions, groups, several, int(batch_size))
-        return {"score": np.mean(scores), "individual_scores": scores}
-
-    @output_types(score=float, individual_scores=list[float])
-    async def run_async(
-        self, ground_truth_answers: list[str] | list[list[str]], predicted_answers: list[str]
-    ) -> dict[str, Any]:
-        """:meth:`run` in a worker thread, so the event loop (``Pipeline.run_async``) keeps running."""
-        import asyncio  # here, not at the top: asyncio costs ~40 ms of import for synchronous users
-
-        return await asyncio.to_thread(self.run, ground_truth_answers, predicted_answers)
-
-    def _bi_encoder_scores(
-        self, predictions: list[str], groups: list[list[str]], several: bool, batch_size: int
-    ) -> list[float]:
-        from simkernel.kernels import cosine_reduce, paired_cosine
-
-        n = len(predictions)
-        references = [text for group in groups for text in group]
-        # ONE encoder pass over every text: the encoder embeds each distinct text once, length-sorted.
-        embeddings = self._similarity_model.encode(predictions + references, batch_size=batch_size)
-        if not several:
-            return paired_cosine(embeddings[:n], embeddings[n:]).tolist()
-        # A question with one ground truth is scored as when no question has several (the paired
-        # kernel's rounding differs from the max kernel's by up to 6e-8): a score never depends on
-        # what else is in the call, so any split of the questions into calls gives the same scores.
-        offsets = _offsets(groups)
-        sizes = np.diff(offsets)
-        scores = np.empty(n, dtype=np.float32)
-        single = np.flatnonzero(sizes == 1)
-        scores[single] = paired_cosine(embeddings[single], embeddings[n + offsets[single]])
-        multi = np.flatnonzero(sizes != 1)
-        if multi.size:
-            rows = np.concatenate([np.arange(offsets[i], offsets[i + 1]) for i in multi])
-            multi_offsets = np.concatenate(([0], np.cumsum(sizes[multi]))).astype(np.int64)
-            truths = embeddings[n + rows]
-            scores[multi] = cosine_reduce(embeddings[multi], truths, multi_offsets, reduce="max")
-        return scores.tolist()
-
-    def _cross_encoder_scores(
-        self, predictions: list[str], groups: list[list[str]], several: bool, batch_size: int
-    ) -> list[Any]:
-        # (predicted, ground_truth), in Haystack's order; the CrossEncoder scores identical pairs once
-        pairs = [(p, g) for p, group in zip(predictions, groups, strict=True) for g in group]
-        scores = np.asarray(self._similarity_model.predict(pairs, batch_size=batch_size))
+    def _cross_encoder_scores(self, scores: Any, groups: list[list[str]], several: bool) -> list[Any]:
+        """Haystack's rule on a cross-encoder's scores of :func:`_cross_pairs`, then the max per question."""
+        scores = np.asarray(scores)
         # All or nothing, as Haystack: the logistic function is applied only when some score is above 1.
         if (scores > 1).any():
             with np.errstate(over="ignore"):
@@ -304,6 +308,36 @@ class SASEvaluator:
                 f"several ground truths per question need a cross-encoder with one output label; {self._model!r} has {scores.shape[1]} labels"
             )
         return np.maximum.reduceat(scores, _offsets(groups)[:-1]).tolist()
+
+
+def _cross_pairs(predictions: list[str], groups: list[list[str]]) -> list[tuple[str, str]]:
+    """(predicted, ground_truth) pairs in Haystack's order (the CrossEncoder scores identical pairs once)."""
+    return [(p, g) for p, group in zip(predictions, groups, strict=True) for g in group]
+
+
+def _bi_encoder_scores(embeddings: np.ndarray, groups: list[list[str]], several: bool) -> list[float]:
+    """The score of each question from ONE encoder call's rows: its prediction (the first ``len(groups)``
+    rows), then every ground truth in order."""
+    from simkernel.kernels import cosine_reduce, paired_cosine
+
+    n = len(groups)
+    if not several:
+        return paired_cosine(embeddings[:n], embeddings[n:]).tolist()
+    # A question with one ground truth is scored as when no question has several (the paired
+    # kernel's rounding differs from the max kernel's by up to 6e-8): a score never depends on
+    # what else is in the call, so any split of the questions into calls gives the same scores.
+    offsets = _offsets(groups)
+    sizes = np.diff(offsets)
+    scores = np.empty(n, dtype=np.float32)
+    single = np.flatnonzero(sizes == 1)
+    scores[single] = paired_cosine(embeddings[single], embeddings[n + offsets[single]])
+    multi = np.flatnonzero(sizes != 1)
+    if multi.size:
+        rows = np.concatenate([np.arange(offsets[i], offsets[i + 1]) for i in multi])
+        multi_offsets = np.concatenate(([0], np.cumsum(sizes[multi]))).astype(np.int64)
+        truths = embeddings[n + rows]
+        scores[multi] = cosine_reduce(embeddings[multi], truths, multi_offsets, reduce="max")
+    return scores.tolist()
 
 
 def _checked_predictions(predicted_answers: Sequence[Any]) -> list[str]:

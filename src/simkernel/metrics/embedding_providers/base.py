@@ -1,46 +1,15 @@
-"""The embedding-provider interface of the vector metrics, and the thread pool blocking work runs on."""
+"""The embedding-provider interface of the vector metrics (blocking work runs on the runtime's shared
+pools, :func:`simkernel.runtime.inference.threads.run_blocking`)."""
 
 from __future__ import annotations
 
-import asyncio
-import threading
 from abc import ABC, abstractmethod
-from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
-from typing import Any, TypeVar
 
 import numpy as np
 
-T = TypeVar("T")
+from simkernel.runtime.inference.threads import run_blocking
 
-# pool name -> (max workers, executor once created). "compute": model forwards (few: onnxruntime already uses
-# every core inside one call); "io": HTTP requests (many may wait on the network at once).
-_POOL_SIZES = {"compute": 2, "io": 16}
-_EXECUTORS: dict[str, ThreadPoolExecutor] = {}
-_EXECUTOR_LOCK = threading.Lock()
-
-
-def _executor(pool: str) -> ThreadPoolExecutor:
-    """The process-wide pool ``pool`` (created on first use).
-
-    Each ``asyncio.run()`` makes a new event loop with a new default executor, which would start and
-    join a thread per call; shared pools keep the cost of one metric call near zero.
-    """
-    executor = _EXECUTORS.get(pool)
-    if executor is None:
-        with _EXECUTOR_LOCK:
-            executor = _EXECUTORS.get(pool)
-            if executor is None:
-                executor = ThreadPoolExecutor(_POOL_SIZES[pool], thread_name_prefix=f"simkernel-{pool}")
-                _EXECUTORS[pool] = executor
-    return executor
-
-
-async def run_blocking(fn: Callable[..., T], *args: Any, pool: str = "compute") -> T:
-    """Run ``fn(*args)`` on the shared ``pool`` ("compute" or "io") without blocking the event loop
-    (onnxruntime and socket reads release the GIL, so other tasks keep running)."""
-    loop = asyncio.get_running_loop()
-    return await loop.run_in_executor(_executor(pool), fn, *args)
+__all__ = ["EmbeddingProvider", "run_blocking"]
 
 
 class EmbeddingProvider(ABC):

@@ -88,7 +88,11 @@ class LocalEmbeddingProvider(EmbeddingProvider):
         return self.encoder.encode(list(texts), batch_size=self.batch_size, normalize=False)
 
     async def embed(self, texts: list[str]) -> tuple[np.ndarray, float]:
-        return await run_blocking(self.embed_sync, texts), 0.0
+        """``(embeddings, 0.0)`` without blocking the event loop: the model loads (first call) in a worker
+        thread, then the texts join the shared model's queue, so concurrent metric calls share passes."""
+        encoder = self._encoder if self._encoder is not None else await run_blocking(lambda: self.encoder)
+        embeddings = await encoder.aencode(list(texts), batch_size=self.batch_size, normalize=False)
+        return embeddings, 0.0
 
     def __repr__(self) -> str:
         return f"LocalEmbeddingProvider(model_name={self.model_name!r}, precision={self.precision!r})"

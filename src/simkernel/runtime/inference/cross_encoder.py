@@ -3,12 +3,13 @@ matching sentence-transformers."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 import numpy as np
 
 from simkernel.errors import ModelError
+from simkernel.runtime.inference.batcher import make_batcher
 from simkernel.runtime.inference.bundle import check_precision, open_bundle
 from simkernel.runtime.inference.config import ModelConfig, read_model_config
 from simkernel.runtime.inference.inputs import check_batch_size, check_pairs
@@ -52,7 +53,8 @@ class BundleCrossEncoder:
 
     ``threads``: CPU threads, used as :class:`BundleTextEncoder` uses them (intra-op for one batch, one
     worker per thread for several). ``precision``: ``"fp32"``, ``"int8"`` or ``"bf16"``, as for
-    :class:`BundleTextEncoder`.
+    :class:`BundleTextEncoder`. ``batching``, ``max_batch_tokens``, ``max_queue``: concurrent calls share
+    forward passes, as :class:`BundleTextEncoder`'s do (a pair's score is the same bits either way).
     """
 
     def __init__(
@@ -63,10 +65,14 @@ class BundleCrossEncoder:
         providers: list[str] | None = None,
         *,
         name: str | Path | None = None,
+        batching: bool | None = None,
+        max_batch_tokens: int | None = None,
+        max_queue: int | None = None,
     ) -> None:
         check_precision(precision)
         folder = Path(folder)
         model = str(folder) if name is None else name
+        self._batcher = make_batcher(self._run_pass, batching, max_batch_tokens, max_queue, model)
         config = read_model_config(folder)
         if config.kind != "cross-encoder":
             raise ModelError(
@@ -102,29 +108,64 @@ class BundleCrossEncoder:
         Identical pairs are scored once; batches are sorted by token length and the order restored.
         ``apply_activation=False`` returns the raw logits.
         """
+        unique, inverse = self._distinct(pairs, batch_size)
+        logits = np.empty((0, self.num_labels), dtype=np.float32)
+        if unique:
+            encodings = self._tokenizer.encode_pairs(unique)
+            if self._batcher is None:
+                logits = self._run_pass(encodings, batch_size)
+            else:
+                logits = self._batcher.run(unique, encodings, batch_size)
+        return self._scores(logits, inverse, apply_activation)
+
+    async def apredict(
+        self, pairs: Iterable[tuple[str, str]], batch_size: int = 32, apply_activation: bool = True
+    ) -> np.ndarray:
+        """:meth:`predict` for asyncio code: the same scores, bit for bit, awaited without blocking the
+        event loop (sharing passes with concurrent callers when batching is on)."""
+        from simkernel.runtime.inference.batcher import run_async
+        from simkernel.runtime.inference.threads import run_blocking
+
+        if self._batcher is None:
+            return await run_blocking(self.predict, pairs, batch_size, apply_activation)
+        unique, inverse = self._distinct(pairs, batch_size)
+        logits = np.empty((0, self.num_labels), dtype=np.float32)
+        if unique:
+            encodings = await run_blocking(self._tokenizer.encode_pairs, unique)
+            logits = await run_async(self._batcher, unique, encodings, batch_size)
+        return self._scores(logits, inverse, apply_activation)
+
+    @staticmethod
+    def _distinct(pairs: Iterable[tuple[str, str]], batch_size: int) -> tuple[list, np.ndarray]:
+        """(the distinct pairs, each input's index among them); bad input raises here."""
         items = check_pairs(pairs)
         check_batch_size(batch_size)
         slots: dict[tuple[str, str], int] = {}
         inverse = np.fromiter(
             (slots.setdefault(p, len(slots)) for p in items), dtype=np.int64, count=len(items)
         )
-        unique = list(slots)
-        logits = np.empty((len(unique), self.num_labels), dtype=np.float32)
-        if unique:
-            encodings = self._tokenizer.encode_pairs(unique)
-            batches = length_sorted_batches(encodings, batch_size)
+        return list(slots), inverse
 
-            def score_batch(run, rows: np.ndarray) -> np.ndarray:
-                batch = self._tokenizer.pad_batch([encodings[i] for i in rows])
-                out = run(batch.input_ids, batch.attention_mask, batch.token_type_ids)
-                if out.ndim != 2 or out.shape[1] != self.num_labels:
-                    raise ModelError(
-                        f"{self._session.path} returned logits of shape {out.shape}, expected (batch, {self.num_labels}); re-export the model with `simkernel models export SRC DST`"
-                    )
-                return out
-
-            for rows, out in zip(batches, self._session.map_batches(score_batch, batches), strict=True):
-                logits[rows] = out
+    def _scores(self, logits: np.ndarray, inverse: np.ndarray, apply_activation: bool) -> np.ndarray:
         scores = ACTIVATIONS[self.activation](logits) if apply_activation else logits
         scores = scores[inverse]
         return scores[:, 0].copy() if self.num_labels == 1 else scores
+
+    def _run_pass(self, encodings: Sequence, batch_size: int) -> np.ndarray:
+        """One forward pass over tokenized distinct pairs in length-sorted batches of one token length;
+        float32 logits (n, num_labels) in the order given."""
+        batches = length_sorted_batches(encodings, batch_size)
+
+        def score_batch(run, rows: np.ndarray) -> np.ndarray:
+            batch = self._tokenizer.pad_batch([encodings[i] for i in rows])
+            out = run(batch.input_ids, batch.attention_mask, batch.token_type_ids)
+            if out.ndim != 2 or out.shape[1] != self.num_labels:
+                raise ModelError(
+                    f"{self._session.path} returned logits of shape {out.shape}, expected (batch, {self.num_labels}); re-export the model with `simkernel models export SRC DST`"
+                )
+            return out
+
+        logits = np.empty((len(encodings), self.num_labels), dtype=np.float32)
+        for rows, out in zip(batches, self._session.map_batches(score_batch, batches), strict=True):
+            logits[rows] = out
+        return logits

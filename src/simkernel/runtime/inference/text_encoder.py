@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 import numpy as np
 
 from simkernel.errors import ModelError
+from simkernel.runtime.inference.batcher import make_batcher
 from simkernel.runtime.inference.bundle import check_precision, onnx_file, open_bundle
 from simkernel.runtime.inference.bundle_digest import bundle_digest
 from simkernel.runtime.inference.cache_settings import resolve_cache_dir
@@ -23,6 +24,7 @@ from simkernel.runtime.inference.session import TOKEN_EMBEDDING_OUTPUTS
 from simkernel.runtime.inference.tokenizer import length_sorted_batches
 
 DEFAULT_CACHE_SIZE = 10_000
+INLINE_TEXTS = 64  # aencode checks and tokenizes a call of at most this many texts on the event loop
 
 
 class BundleTextEncoder:
@@ -58,10 +60,18 @@ class BundleTextEncoder:
             and the exact text); None: ``$SIMKERNEL_CACHE_DIR`` if set, else off. With it, the
             onnxruntime session opens at the first text the caches do not hold (a run served entirely
             from the cache never loads the model).
+        batching: share forward passes between concurrent calls (:mod:`simkernel.runtime.inference.batcher`):
+            while a pass runs, the texts of other calls (threads or asyncio tasks) queue and go into the
+            next pass together; a lone call runs at once, and a text gives the same bits either way.
+            None: ``$SIMKERNEL_BATCHING`` (``0`` turns it off), else on.
+        max_batch_tokens: tokens per shared pass (None: ``$SIMKERNEL_MAX_BATCH_TOKENS``, else 4,096); a
+            larger call is run a pass's worth at a time, taking turns with the others.
+        max_queue: calls that may wait for a pass (None: ``$SIMKERNEL_MAX_QUEUE``, else 1,024); one
+            more raises :class:`~simkernel.runtime.inference.batcher.QueueFullError`.
 
     The pipeline is sentence-transformers': tokenization truncated at ``max_seq_length``, pooling per
     ``1_Pooling/config.json``, L2 normalisation when ``modules.json`` has a Normalize module. Thread-safe:
-    many threads may call :meth:`encode` on one instance.
+    many threads may call :meth:`encode` on one instance, and asyncio tasks :meth:`aencode`.
     """
 
     def __init__(
@@ -74,9 +84,13 @@ class BundleTextEncoder:
         *,
         name: str | Path | None = None,
         cache_dir: str | os.PathLike | None = None,
+        batching: bool | None = None,
+        max_batch_tokens: int | None = None,
+        max_queue: int | None = None,
     ) -> None:
         check_precision(precision)
         self._cache = EmbeddingCache(cache_size)
+        self._batcher = make_batcher(self._run_pass, batching, max_batch_tokens, max_queue, name or folder)
         cache_folder = resolve_cache_dir(cache_dir)
         folder = Path(folder)
         model = str(folder) if name is None else name
@@ -161,10 +175,45 @@ class BundleTextEncoder:
         L2-normalises the rows (``x / max(||x||, 1e-12)``); ``False`` returns what the model's
         sentence-transformers pipeline gives (already unit-length when it has a Normalize module).
         """
+        plan = self._plan(texts, batch_size)
+        if plan is None:
+            return np.empty((0, self.dim), dtype=np.float32)
+        fresh = self._embed(plan.missing_texts, batch_size) if plan.missing else None
+        return self._assemble(plan, fresh, normalize)
+
+    async def aencode(self, texts: Iterable[str], batch_size: int = 32, normalize: bool = True) -> np.ndarray:
+        """:meth:`encode` for asyncio code: the same rows, bit for bit, awaited without blocking the event
+        loop. With batching on, the texts join the model's queue and share a forward pass with the other
+        callers; a cancelled task's texts that have not gone into a pass are dropped. Large calls (or a
+        disk cache) are checked, looked up and tokenized in a worker thread."""
+        from simkernel.runtime.inference.batcher import run_async
+        from simkernel.runtime.inference.threads import run_blocking
+
+        items = check_texts(texts)
+        if self._runtime is None or len(items) > INLINE_TEXTS or self.disk_cache is not None:
+            plan = await run_blocking(self._plan, items, batch_size)
+        else:
+            plan = self._plan(items, batch_size)
+        if plan is None:
+            return np.empty((0, self.dim), dtype=np.float32)
+        fresh = None
+        if plan.missing:
+            if self._batcher is None:
+                fresh = await run_blocking(self._embed, plan.missing_texts, batch_size)
+            else:
+                if len(plan.missing) > INLINE_TEXTS:
+                    encodings = await run_blocking(self._tokenizer.encode, plan.missing_texts)
+                else:
+                    encodings = self._tokenizer.encode(plan.missing_texts)
+                fresh = await run_async(self._batcher, plan.missing_texts, encodings, batch_size)
+        return self._assemble(plan, fresh, normalize)
+
+    def _plan(self, texts: Iterable[str], batch_size: int) -> _EncodePlan | None:
+        """The distinct texts of a call and which of them the caches hold (None for no texts)."""
         items = check_texts(texts)
         check_batch_size(batch_size)
         if not items:
-            return np.empty((0, self.dim), dtype=np.float32)
+            return None
         slots: dict[str, int] = {}
         inverse = np.fromiter(
             (slots.setdefault(t, len(slots)) for t in items), dtype=np.int64, count=len(items)
@@ -172,7 +221,11 @@ class BundleTextEncoder:
         unique = list(slots)
         cached = self._cached(unique)
         missing = [i for i, v in enumerate(cached) if v is None]
-        fresh = self._embed([unique[i] for i in missing], batch_size) if missing else None
+        return _EncodePlan(unique, inverse, cached, missing)
+
+    def _assemble(self, plan: _EncodePlan, fresh: np.ndarray | None, normalize: bool) -> np.ndarray:
+        """The call's rows from the cached vectors and the ``fresh`` ones (which are cached here)."""
+        unique, cached, missing = plan.unique, plan.cached, plan.missing
         width = fresh.shape[1] if fresh is not None else next(v for v in cached if v is not None).shape[0]
         vectors = np.empty((len(unique), width), dtype=np.float32)
         for i, vector in enumerate(cached):
@@ -180,10 +233,10 @@ class BundleTextEncoder:
                 vectors[i] = vector
         if fresh is not None:
             vectors[missing] = fresh
-            self._cache.put_many([unique[i] for i in missing], fresh)
+            self._cache.put_many(plan.missing_texts, fresh)
             if self.disk_cache is not None:
-                self.disk_cache.put_many(self._disk_key, [unique[i] for i in missing], fresh)
-        out = vectors[inverse]
+                self.disk_cache.put_many(self._disk_key, plan.missing_texts, fresh)
+        out = vectors[plan.inverse]
         return l2_normalize(out) if normalize else out
 
     def _cached(self, texts: list[str]) -> list[np.ndarray | None]:
@@ -201,9 +254,17 @@ class BundleTextEncoder:
         return found
 
     def _embed(self, texts: list[str], batch_size: int) -> np.ndarray:
-        """Run the model on distinct texts: length-sorted batches (data-parallel over the session's
-        workers, see :meth:`OnnxEncoderSession.map_batches`), pooled, normalised if the model says so."""
+        """Run the model on distinct texts: through the batcher (sharing a pass with concurrent calls)
+        when batching is on, else in a pass of their own."""
         encodings = self._tokenizer.encode(texts)
+        if self._batcher is None:
+            return self._run_pass(encodings, batch_size)
+        return self._batcher.run(texts, encodings, batch_size)
+
+    def _run_pass(self, encodings: Sequence, batch_size: int) -> np.ndarray:
+        """One forward pass over tokenized distinct texts: length-sorted batches of one token length
+        (data-parallel over the session's workers, see :meth:`OnnxEncoderSession.map_batches`), pooled,
+        normalised if the model says so; float32 (n, dim) in the order given."""
         batches = length_sorted_batches(encodings, batch_size)
 
         def embed_batch(run, rows: np.ndarray) -> np.ndarray:
@@ -217,7 +278,21 @@ class BundleTextEncoder:
             return l2_normalize(pooled) if self.config.normalize else pooled
 
         pooled = self._session.map_batches(embed_batch, batches)
-        out = np.empty((len(texts), pooled[0].shape[1]), dtype=np.float32)  # texts is never empty here
+        out = np.empty((len(encodings), pooled[0].shape[1]), dtype=np.float32)  # never empty here
         for rows, vectors in zip(batches, pooled, strict=True):
             out[rows] = vectors
         return out
+
+
+class _EncodePlan:
+    """A call's distinct texts (``unique``), each input's slot among them (``inverse``), the cached
+    vector of each (or None) and the slots to embed (``missing``)."""
+
+    __slots__ = ("unique", "inverse", "cached", "missing", "missing_texts")
+
+    def __init__(self, unique: list[str], inverse: np.ndarray, cached: list, missing: list[int]) -> None:
+        self.unique = unique
+        self.inverse = inverse
+        self.cached = cached
+        self.missing = missing
+        self.missing_texts = [unique[i] for i in missing]

@@ -1,0 +1,340 @@
+"""Shared forward passes (simkernel.runtime.inference.batcher) on the real default model.
+
+Each test that needs callers to meet in one pass holds the model's first pass at a gate (a wrapper around
+the encoder's real pass function) until the other calls are queued: which calls share a pass is then
+fixed, not left to thread timing. The reference of every row is the same text embedded alone by an
+encoder with batching off, compared bit for bit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import multiprocessing
+import threading
+import time
+
+import numpy as np
+import pytest
+from runtime_helpers import SPECIAL_TEXTS
+
+from simkernel.errors import ModelError
+from simkernel.runtime import CrossEncoder, TextEncoder
+from simkernel.runtime.inference.batcher import QueueFullError, batch_settings
+
+WAIT = 60.0  # seconds any wait of these tests may take before it is a failure (a hang)
+
+
+class PassRecorder:
+    """Wraps an encoder's real pass function: records each pass's inputs (token ids) and thread, and
+    holds the first pass at ``gate`` until the test opens it."""
+
+    def __init__(self, model, gate: bool = False, fail_pass: int | None = None) -> None:
+        self.batcher = model._batcher
+        assert self.batcher is not None, "batching is off"
+        self.inner = self.batcher._run_pass
+        self.passes: list[list[tuple[int, ...]]] = []
+        self.threads: list[int] = []
+        self.first_started = threading.Event()
+        self.gate = threading.Event()
+        if not gate:
+            self.gate.set()
+        self.fail_pass = fail_pass
+        self.batcher._run_pass = self._run_pass
+
+    def _run_pass(self, encodings, batch_size):
+        index = len(self.passes)
+        self.passes.append([tuple(e.ids) for e in encodings])
+        self.threads.append(threading.get_ident())
+        if index == 0:
+            self.first_started.set()
+            assert self.gate.wait(WAIT), "the gate was never opened"
+        if index == self.fail_pass:
+            raise ModelError("the model failed in this pass (raised by the test)")
+        return self.inner(encodings, batch_size)
+
+    def wait_queued(self, calls: int) -> None:
+        deadline = time.monotonic() + WAIT
+        while self.batcher.waiting < calls:
+            assert time.monotonic() < deadline, f"{self.batcher.waiting} of {calls} calls queued"
+            time.sleep(0.002)
+
+    def wait_idle(self) -> None:
+        deadline = time.monotonic() + WAIT
+        while self.batcher._busy:
+            assert time.monotonic() < deadline, "the batcher never went idle"
+            time.sleep(0.002)
+
+
+def ids_of(model, texts):
+    return [tuple(e.ids) for e in model._tokenizer.encode(list(texts))]
+
+
+def in_threads(fn, args_list):
+    """Run ``fn(*args)`` for each args in threads; returns (results, errors) by index."""
+    results: dict[int, object] = {}
+    errors: dict[int, BaseException] = {}
+
+    def target(i, args):
+        try:
+            results[i] = fn(*args)
+        except BaseException as exc:  # noqa: BLE001 - the test inspects it
+            errors[i] = exc
+
+    threads = [threading.Thread(target=target, args=(i, a)) for i, a in enumerate(args_list)]
+    for t in threads:
+        t.start()
+    return threads, results, errors
+
+
+def join_all(threads):
+    for t in threads:
+        t.join(WAIT)
+        assert not t.is_alive(), "a caller never returned"
+
+
+@pytest.fixture(scope="module")
+def alone(default_bundle):
+    """Each text embedded by itself, batching off: the reference rows."""
+    encoder = TextEncoder(default_bundle, cache_size=0, batching=False)
+    return lambda texts: np.stack([encoder.encode([t], normalize=False)[0] for t in texts])
+
+
+@pytest.fixture
+def fresh(default_bundle):
+    """A new encoder with batching on and no cache (every text runs the model)."""
+    return lambda **options: TextEncoder(default_bundle, cache_size=0, batching=True, **options)
+
+
+def test_concurrent_calls_share_one_pass_with_the_bits_of_a_lone_call(fresh, alone, sas_texts):
+    encoder = fresh()
+    recorder = PassRecorder(encoder, gate=True)
+    calls = [[sas_texts[2 * i], sas_texts[2 * i + 1]] for i in range(16)]
+    calls[3] = [SPECIAL_TEXTS[4], SPECIAL_TEXTS[7]]  # Russian, Chinese
+    calls[5] = [calls[6][0], "a"]  # a text two calls share, and a one-token text
+    first = threading.Thread(target=encoder.encode, args=(["the call that holds the model"],))
+    first.start()
+    assert recorder.first_started.wait(WAIT)
+    threads, results, errors = in_threads(lambda t: encoder.encode(t, normalize=False), [(c,) for c in calls])
+    recorder.wait_queued(len(calls))
+    recorder.gate.set()
+    join_all([first, *threads])
+    assert not errors
+    assert len(recorder.passes) == 2, [len(p) for p in recorder.passes]  # all 16 calls in ONE pass
+    distinct = {t for call in calls for t in call}
+    assert sorted(recorder.passes[1]) == sorted(ids_of(encoder, distinct))  # each distinct text once
+    for i, call in enumerate(calls):
+        assert np.array_equal(results[i], alone(call)), i
+
+
+def test_a_lone_call_runs_at_once_in_the_callers_thread(fresh, alone, sas_texts):
+    encoder = fresh()
+    recorder = PassRecorder(encoder)
+    texts = sas_texts[40:60]
+    for text in texts[:5]:
+        assert np.array_equal(encoder.encode([text], normalize=False), alone([text]))
+    out = encoder.encode(texts, normalize=False)
+    assert np.array_equal(out, alone(texts))
+    assert len(recorder.passes) == 6  # one pass per call, no waiting for company
+    assert set(recorder.threads) == {threading.get_ident()}
+    assert not encoder._batcher._busy
+
+
+def test_bad_input_fails_only_its_call_with_the_usual_error(fresh, default_bundle, alone, sas_texts):
+    unbatched = TextEncoder(default_bundle, cache_size=0, batching=False)
+    with pytest.raises(TypeError) as usual:
+        unbatched.encode(["fine", None])
+    encoder = fresh()
+    recorder = PassRecorder(encoder, gate=True)
+    holder = threading.Thread(target=encoder.encode, args=(["holds the model"],))
+    holder.start()
+    assert recorder.first_started.wait(WAIT)
+    good = [[sas_texts[100 + i]] for i in range(4)]
+    calls = [(good[0],), (good[1],), (["fine", None],), (good[2],)]
+    threads, results, errors = in_threads(lambda t: encoder.encode(t, normalize=False), calls)
+    recorder.wait_queued(3)
+    recorder.gate.set()
+    join_all([holder, *threads])
+    assert set(errors) == {2} and str(errors[2]) == str(usual.value)
+    for i, call in ((0, good[0]), (1, good[1]), (3, good[2])):
+        assert np.array_equal(results[i], alone(call)), i
+    assert ids_of(encoder, ["fine"])[0] not in {t for p in recorder.passes for t in p}
+
+
+def test_an_error_of_the_model_fails_that_pass_only(fresh, alone, sas_texts):
+    encoder = fresh()
+    recorder = PassRecorder(encoder, gate=True, fail_pass=1)
+    holder = threading.Thread(target=encoder.encode, args=(["holds the model"],))
+    holder.start()
+    assert recorder.first_started.wait(WAIT)
+    threads, results, errors = in_threads(encoder.encode, [([sas_texts[200 + i]],) for i in range(3)])
+    # the three queued calls run in pass 1 together, which fails
+    recorder.wait_queued(3)
+    recorder.gate.set()
+    join_all([holder, *threads])
+    assert set(errors) == {0, 1, 2}
+    assert all(isinstance(e, ModelError) and "raised by the test" in str(e) for e in errors.values())
+    text = sas_texts[300]
+    assert np.array_equal(encoder.encode([text], normalize=False), alone([text]))  # recovered
+    assert not encoder._batcher._busy
+
+
+def test_a_large_call_takes_turns_with_small_ones(fresh, alone, sas_texts):
+    """FIFO and fair: behind a call of 400 texts cut into passes of 256 tokens, a one-text call that came
+    during its first pass runs in the next pass, long before the large call ends; the large call's rows
+    are the bits of a call of its own."""
+    encoder = fresh(max_batch_tokens=256)
+    recorder = PassRecorder(encoder, gate=True)
+    large = sas_texts[1000:1400]
+    small = [sas_texts[2000]]
+    done_order: list[str] = []
+    out: dict[str, np.ndarray] = {}
+
+    def call(name, texts):
+        out[name] = encoder.encode(texts, normalize=False)
+        done_order.append(name)
+
+    big = threading.Thread(target=call, args=("large", large))
+    big.start()
+    assert recorder.first_started.wait(WAIT)
+    little = threading.Thread(target=call, args=("small", small))
+    little.start()
+    recorder.wait_queued(1)  # the small call (the rest of the large one queues when its pass is done)
+    recorder.gate.set()
+    join_all([big, little])
+    assert done_order == ["small", "large"]
+    small_ids = ids_of(encoder, small)[0]
+    assert small_ids in recorder.passes[1]  # the very next pass
+    assert len(recorder.passes) > 5
+    assert all(sum(len(ids) for ids in p) <= 256 for p in recorder.passes)
+    assert np.array_equal(out["large"], alone(large))
+    assert np.array_equal(out["small"], alone(small))
+
+
+def test_a_cancelled_tasks_texts_are_dropped(fresh, alone, sas_texts):
+    encoder = fresh()
+    recorder = PassRecorder(encoder, gate=True)
+    holder = threading.Thread(target=encoder.encode, args=(["holds the model"],))
+    holder.start()
+    assert recorder.first_started.wait(WAIT)
+    dropped = sas_texts[500:505]
+    kept = sas_texts[505:508]
+
+    async def scenario():
+        doomed = asyncio.create_task(encoder.aencode(dropped))
+        survivor = asyncio.create_task(encoder.aencode(kept, normalize=False))
+        while encoder._batcher.waiting < 2:
+            await asyncio.sleep(0.002)
+        doomed.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await doomed
+        recorder.gate.set()
+        return await asyncio.wait_for(survivor, WAIT)
+
+    rows = asyncio.run(scenario())
+    join_all([holder])
+    recorder.wait_idle()
+    assert np.array_equal(rows, alone(kept))
+    ran = {t for p in recorder.passes for t in p}
+    assert not ran & set(ids_of(encoder, dropped))
+    assert set(ids_of(encoder, kept)) <= ran
+
+
+def test_a_full_queue_is_an_error_naming_the_setting(fresh, sas_texts):
+    encoder = fresh(max_queue=2)
+    recorder = PassRecorder(encoder, gate=True)
+    holder = threading.Thread(target=encoder.encode, args=(["holds the model"],))
+    holder.start()
+    assert recorder.first_started.wait(WAIT)
+    threads, results, errors = in_threads(encoder.encode, [([sas_texts[600]],), ([sas_texts[601]],)])
+    recorder.wait_queued(2)
+    with pytest.raises(QueueFullError, match=r"max_queue=2\); raise max_queue") as full:
+        encoder.encode([sas_texts[602]])
+    assert "2 calls wait for a forward pass" in str(full.value)
+    recorder.gate.set()
+    join_all([holder, *threads])
+    assert not errors and len(results) == 2
+    assert encoder.encode([sas_texts[602]]).shape == (1, 384)  # room again
+
+
+def test_async_calls_give_the_sync_bits_and_share_passes(fresh, alone, sas_texts):
+    encoder = fresh()
+    recorder = PassRecorder(encoder)
+    calls = [[sas_texts[700 + 2 * i], sas_texts[701 + 2 * i]] for i in range(64)]
+
+    async def scenario():
+        return await asyncio.gather(*(encoder.aencode(c, normalize=False) for c in calls))
+
+    rows = asyncio.run(scenario())
+    for call, got in zip(calls, rows, strict=True):
+        assert np.array_equal(got, alone(call))
+    assert len(recorder.passes) < len(calls)  # 64 tasks queued together: fewer passes than calls
+    empty = asyncio.run(encoder.aencode([]))
+    assert empty.shape == (0, 384)
+    with pytest.raises(TypeError, match="texts must be a list of strings"):
+        asyncio.run(encoder.aencode("one string"))
+
+
+def test_cross_encoder_pairs_share_passes_with_the_same_bits(cross_encoder_bundle, sas_texts):
+    pairs = [(sas_texts[i], sas_texts[i + 1]) for i in range(800, 840)]
+    unbatched = CrossEncoder(cross_encoder_bundle, batching=False)
+    reference = np.concatenate([unbatched.predict([p]) for p in pairs])
+    encoder = CrossEncoder(cross_encoder_bundle, batching=True)
+    recorder = PassRecorder(encoder)
+
+    async def scenario():
+        return await asyncio.gather(*(encoder.apredict([p]) for p in pairs))
+
+    rows = np.concatenate(asyncio.run(scenario()))
+    assert np.array_equal(rows, reference)
+    assert len(recorder.passes) < len(pairs)
+    threads, results, errors = in_threads(encoder.predict, [([p],) for p in pairs])
+    join_all(threads)
+    assert not errors
+    assert np.array_equal(np.concatenate([results[i] for i in range(len(pairs))]), reference)
+
+
+def _child_scores(encoder, text, queue):
+    queue.put(encoder.encode([text], normalize=False))
+
+
+def test_a_forked_child_scores_while_the_parent_holds_a_pass(fresh, alone):
+    encoder = fresh()
+    recorder = PassRecorder(encoder, gate=True)
+    holder = threading.Thread(target=encoder.encode, args=(["holds the model in the parent"],))
+    holder.start()
+    assert recorder.first_started.wait(WAIT)
+    context = multiprocessing.get_context("fork")
+    queue = context.Queue()
+    child = context.Process(target=_child_scores, args=(encoder, "scored in the child", queue))
+    child.start()
+    try:
+        got = queue.get(timeout=WAIT)
+    finally:
+        recorder.gate.set()
+        child.join(WAIT)
+        join_all([holder])
+    assert child.exitcode == 0
+    assert np.array_equal(got, alone(["scored in the child"]))
+
+
+def test_settings_are_checked_and_the_environment_turns_batching_off(default_bundle, monkeypatch):
+    assert batch_settings(None, None) == (4096, 1024)
+    monkeypatch.setenv("SIMKERNEL_MAX_BATCH_TOKENS", "512")
+    monkeypatch.setenv("SIMKERNEL_MAX_QUEUE", "8")
+    assert batch_settings(None, None) == (512, 8)
+    assert batch_settings(100, 3) == (100, 3)
+    monkeypatch.setenv("SIMKERNEL_MAX_QUEUE", "many")
+    with pytest.raises(ValueError, match="SIMKERNEL_MAX_QUEUE='many' is not an integer"):
+        TextEncoder(default_bundle)
+    monkeypatch.delenv("SIMKERNEL_MAX_QUEUE")
+    with pytest.raises(ValueError, match="max_batch_tokens must be a positive int, got 0"):
+        TextEncoder(default_bundle, max_batch_tokens=0)
+    with pytest.raises(ValueError, match="batching must be True, False or None"):
+        TextEncoder(default_bundle, batching="yes")
+    assert TextEncoder(default_bundle)._batcher is not None
+    monkeypatch.setenv("SIMKERNEL_BATCHING", "0")
+    assert TextEncoder(default_bundle)._batcher is None
+    assert TextEncoder(default_bundle, batching=True)._batcher is not None
+    monkeypatch.setenv("SIMKERNEL_BATCHING", "maybe")
+    with pytest.raises(ValueError, match="SIMKERNEL_BATCHING='maybe' is not a switch"):
+        TextEncoder(default_bundle)
