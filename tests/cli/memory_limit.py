@@ -1,5 +1,5 @@
 """Run a command on one CPU under a memory limit, and measure its peak memory: the edge profile's check
-(tests/cli/test_edge_profile.py) and figures (benchmarks/bench_edge.py).
+(tests/cli/test_edge_profile.py) and figures (benchmarks/bench_edge.py). Linux only.
 
 Two ways to limit memory, the first that works here:
 
@@ -44,6 +44,7 @@ class LimitedRun:
     stderr: str
     wall_s: float
     peak_rss_bytes: int  # the process's own peak resident set (VmHWM, read until it exits)
+    peak_vm_bytes: int  # its peak virtual size (VmPeak): what RLIMIT_AS limits
     cgroup_peak_bytes: int | None  # the cgroup's peak charge (RSS + page cache), cgroup runs only
     oom_killed: bool  # the cgroup's OOM killer fired (cgroup runs only)
 
@@ -169,9 +170,10 @@ def run_limited(
                 list(command), stdout=out, stderr=err, env=env, cwd=cwd, preexec_fn=enter_limits
             )
             deadline = start + timeout_s
-            high_water = 0
+            high_water = virtual = 0
             while True:
-                high_water = max(high_water, _vm_hwm(proc.pid))
+                rss, vm = _peaks(proc.pid)
+                high_water, virtual = max(high_water, rss), max(virtual, vm)
                 pid, status, _ = os.wait4(proc.pid, os.WNOHANG)
                 if pid:
                     break
@@ -192,35 +194,21 @@ def run_limited(
         stderr=err_path.read_text(encoding="utf-8", errors="replace"),
         wall_s=wall,
         peak_rss_bytes=high_water,
+        peak_vm_bytes=virtual,
         cgroup_peak_bytes=peak,
         oom_killed=oom,
     )
 
 
-def _vm_hwm(pid: int) -> int:
-    """Peak resident set of ``pid`` in bytes (0 once it is gone)."""
+def _peaks(pid: int) -> tuple[int, int]:
+    """(peak resident set, peak virtual size) of ``pid`` in bytes; zeros once it is gone."""
+    found = {"VmHWM:": 0, "VmPeak:": 0}
     try:
         with open(f"/proc/{pid}/status", encoding="ascii") as status:
             for line in status:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) * 1024
+                key = line.split(maxsplit=1)[0] if line.strip() else ""
+                if key in found:
+                    found[key] = int(line.split()[1]) * 1024
     except (OSError, ValueError, IndexError):
         pass
-    return 0
-
-
-def machine_line() -> str:
-    """CPU model, the SIMD flags that matter to int8 (avx2, avx512*, vnni, amx), CPUs and the date."""
-    model, flags = "unknown CPU", set()
-    with contextlib.suppress(OSError):
-        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace").splitlines():
-            key, _, value = line.partition(":")
-            if key.strip() == "model name" and model == "unknown CPU":
-                model = value.strip()
-            elif key.strip() in ("flags", "Features") and not flags:
-                flags = set(value.split())
-    wanted = sorted(f for f in flags if f == "avx2" or f.startswith(("avx512", "amx")) or "vnni" in f)
-    return (
-        f"{model}, {os.cpu_count()} CPUs, flags {' '.join(wanted) or 'none of avx2/avx512/vnni'}, "
-        f"{time.strftime('%Y-%m-%d', time.gmtime())}"
-    )
+    return found["VmHWM:"], found["VmPeak:"]
