@@ -1,5 +1,6 @@
 """`simkernel score --precision bf16` and `simkernel models info`'s bf16 line: a one-line refusal naming
-what the CPU lacks where there is no native bf16; with the bf16 path computing in f32 (``simulated_bf16``)
+what the CPU lacks where there is no native bf16 (checked on every CPU: one with bf16 is seen as one
+without); with the bf16 path computing in f32 (``simulated_bf16``)
 the scores equal fp32's and info prints measured parity figures."""
 
 from __future__ import annotations
@@ -8,31 +9,27 @@ import json
 
 import pytest
 from tests.cli.conftest import EXAMPLES, read_csv_rows
-from tests.conftest import bf16_unavailable_reason
+from tests.runtime.inference.bf16_cpu import simulate_cpu_without_bf16
 
-REASON = bf16_unavailable_reason()
-no_bf16 = pytest.mark.skipif(
-    REASON is None, reason="this CPU has native bf16: the refusal cannot be seen here"
-)
 ANSWERS = EXAMPLES / "answers.csv"  # English, Russian and Chinese rows
 
 
-@no_bf16
-def test_score_bf16_is_a_one_line_refusal(cli, minilm, tmp_path):
+def test_score_bf16_is_a_one_line_refusal(cli, minilm, tmp_path, monkeypatch):
+    reason = simulate_cpu_without_bf16(monkeypatch)
     out = tmp_path / "scored.csv"
     result = cli("score", ANSWERS, "--model", minilm, "--precision", "bf16", "--output", out)
     assert result.code == 1
     lines = result.err.strip().splitlines()
-    assert len(lines) == 1 and "precision='bf16' is not available" in lines[0] and REASON in lines[0]
+    assert len(lines) == 1 and "precision='bf16' is not available" in lines[0] and reason in lines[0]
     assert "precision='int8'" in lines[0] and "Traceback" not in result.err
     assert not out.exists()
 
 
-@no_bf16
-def test_models_info_says_why_bf16_is_not_available(cli, minilm):
+def test_models_info_says_why_bf16_is_not_available(cli, minilm, monkeypatch):
+    reason = simulate_cpu_without_bf16(monkeypatch)
     info = cli("models", "info", minilm)
     assert info.code == 0, info.err
-    assert f"parity bf16  not available here: {REASON}" in info.out
+    assert f"parity bf16  not available here: {reason}" in info.out
 
 
 def test_score_bf16_path_equals_fp32(cli, minilm, tmp_path, simulated_bf16):

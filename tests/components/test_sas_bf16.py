@@ -1,24 +1,23 @@
-"""SASEvaluator(precision="bf16"): refused at construction on a CPU without native bf16; elsewhere (and
-here, with the bf16 path computing in f32: the ``simulated_bf16`` fixture) it scores through OpenVINO, and
-in f32 must give Haystack's scores on the shared fixture within the fp32 tolerance."""
+"""SASEvaluator(precision="bf16"): refused at construction on a CPU without native bf16 (checked on every
+CPU: one with bf16 is seen as one without, ``cpu_without_bf16``); elsewhere (and anywhere with the bf16
+path computing in f32: the ``simulated_bf16`` fixture) it scores through OpenVINO, and in f32 must give
+Haystack's scores on the shared fixture within the fp32 tolerance."""
 
 from __future__ import annotations
 
 import pytest
-from tests.conftest import bf16_unavailable_reason
+from tests.runtime.inference.bf16_cpu import simulate_cpu_without_bf16
 
 from simkernel.components.evaluators import SASEvaluator
 from simkernel.errors import PrecisionUnavailableError
 
-REASON = bf16_unavailable_reason()
 
-
-@pytest.mark.skipif(REASON is None, reason="this CPU has native bf16: the refusal cannot be seen here")
-def test_refused_at_construction_naming_what_the_cpu_lacks(minilm):
+def test_refused_at_construction_naming_what_the_cpu_lacks(minilm, monkeypatch):
+    reason = simulate_cpu_without_bf16(monkeypatch)
     with pytest.raises(PrecisionUnavailableError) as info:
         SASEvaluator(model=minilm, precision="bf16")
     message = str(info.value)
-    assert "precision='bf16' is not available" in message and REASON in message
+    assert "precision='bf16' is not available" in message and reason in message
     assert "precision='int8'" in message and "precision='fp32'" in message
 
 

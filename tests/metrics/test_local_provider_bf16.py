@@ -1,27 +1,29 @@
 """The metrics' local provider with ``precision="bf16"``: refused when the metric's provider is made on a
-CPU without native bf16 (not at the first score); with the bf16 path computing in f32
+CPU without native bf16 (not at the first score; checked on every CPU, one with bf16 seen as one without); with the bf16 path computing in f32
 (``simulated_bf16``) its embeddings equal sentence-transformers' within the fp32 tolerance."""
 
 from __future__ import annotations
 
 import asyncio
+import re
 
 import numpy as np
 import pytest
-from tests.conftest import bf16_unavailable_reason
+from tests.runtime.inference.bf16_cpu import simulate_cpu_without_bf16
 
 from simkernel.errors import PrecisionUnavailableError
 from simkernel.metrics import EvalTestCase
 from simkernel.metrics.embedding_providers import LocalEmbeddingProvider
 from simkernel.metrics.vector_metrics import ReferenceMatchMetric
 
-REASON = bf16_unavailable_reason()
 TEXTS = ["Paris is the capital of France.", "Москва — столица России.", "北京是中国的首都。", "", "Berlin"]
 
 
-@pytest.mark.skipif(REASON is None, reason="this CPU has native bf16: the refusal cannot be seen here")
-def test_bf16_provider_is_refused_when_made():
-    with pytest.raises(PrecisionUnavailableError, match=r"precision='bf16' is not available"):
+def test_bf16_provider_is_refused_when_made(monkeypatch):
+    reason = simulate_cpu_without_bf16(monkeypatch)
+    with pytest.raises(
+        PrecisionUnavailableError, match=r"precision='bf16' is not available: " + re.escape(reason)
+    ):
         LocalEmbeddingProvider("all-MiniLM-L6-v2", precision="bf16")
 
 
