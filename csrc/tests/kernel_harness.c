@@ -34,8 +34,8 @@
 #define MAX_PRINTED 25
 #define PI 3.14159265358979323846
 
-static const size_t DIMS[] = {1,  2,  3,  4,  5,  6,  7,  8,  9,  10, 11, 12, 13,  14,  15,  16,  17,  18,
-                              19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31,  32,  33,  34,  35,  36,
+static const size_t DIMS[] = {1,  2,  3,  4,  5,  6,  7,  8,  9,  10, 11, 12,  13,  14,  15,  16,  17,  18,
+                              19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30,  31,  32,  33,  34,  35,  36,
                               37, 38, 39, 40, 47, 48, 49, 63, 64, 65, 97, 127, 128, 129, 384, 385, 768, 1024};
 #define N_DIMS (sizeof(DIMS) / sizeof(DIMS[0]))
 
@@ -98,13 +98,18 @@ static double rng_normal(void) {
 
 static int same_bits(float a, float b) { return memcmp(&a, &b, sizeof a) == 0; }
 
-/* n floats with GUARD floats of `guard` on each side, the body filled with `body`. */
-static float *guarded(size_t n, float guard, float body) {
-    float *base = malloc((n + 2 * GUARD) * sizeof(float));
-    if (!base) {
-        fprintf(stderr, "kernel_harness: out of memory allocating %zu floats\n", n + 2 * GUARD);
+static void *xmalloc(size_t bytes) {
+    void *p = malloc(bytes ? bytes : 1);
+    if (!p) {
+        fprintf(stderr, "kernel_harness: out of memory allocating %zu bytes\n", bytes);
         exit(2);
     }
+    return p;
+}
+
+/* n floats with GUARD floats of `guard` on each side, the body filled with `body`. */
+static float *guarded(size_t n, float guard, float body) {
+    float *base = xmalloc((n + 2 * GUARD) * sizeof(float));
     for (size_t i = 0; i < GUARD; ++i) base[i] = base[GUARD + n + i] = guard;
     for (size_t i = 0; i < n; ++i) base[GUARD + i] = body;
     return base + GUARD;
@@ -140,10 +145,14 @@ static void fill_rows(float *x, size_t n, size_t d, enum kind kind) {
             } else if (kind == MIXED) {
                 /* exact zeros, small integers, repeats and normals, mixed per row */
                 size_t r = rng_below(8);
-                if (mode == 0 && r < 3) v = 0.0;
-                else if (mode == 1) v = (double)((long)rng_below(7) - 3);
-                else if (mode == 2 && k > 0 && r < 4) v = x[i * d + k - 1];
-                else v = rng_normal() * (r == 7 ? 1e3 : 1.0);
+                if (mode == 0 && r < 3)
+                    v = 0.0;
+                else if (mode == 1)
+                    v = (double)((long)rng_below(7) - 3);
+                else if (mode == 2 && k > 0 && r < 4)
+                    v = x[i * d + k - 1];
+                else
+                    v = rng_normal() * (r == 7 ? 1e3 : 1.0);
             } else {
                 v = rng_normal() * scale;
             }
@@ -207,23 +216,29 @@ static void check_value(const char *what, size_t i, float got, float serial, dou
         return;
     }
     if (isnan(want) || isnan(got)) {
-        if (isnan(want) != isnan(got)) fail("%s[%zu] = %.9g, float64 reference %.9g (NaN pattern differs)", what, i, got, want);
-        else if (!isnan(serial)) fail("%s[%zu] = NaN, serial %.9g (NaN pattern differs from serial)", what, i, serial);
+        if (isnan(want) != isnan(got))
+            fail("%s[%zu] = %.9g, float64 reference %.9g (NaN pattern differs)", what, i, got, want);
+        else if (!isnan(serial))
+            fail("%s[%zu] = NaN, serial %.9g (NaN pattern differs from serial)", what, i, serial);
         return;
     }
     if (isinf(want) || isinf(got)) { /* only a precomputed row holds infinities: they pass through exactly */
-        if ((double)got != want) fail("%s[%zu] = %.9g, expected exactly %.9g", what, i, got, want);
-        else if ((double)serial != want) fail("%s[%zu] = %.9g, serial %.9g", what, i, got, serial);
+        if ((double)got != want)
+            fail("%s[%zu] = %.9g, expected exactly %.9g", what, i, got, want);
+        else if ((double)serial != want)
+            fail("%s[%zu] = %.9g, serial %.9g", what, i, got, serial);
         return;
     }
     double err = fabs((double)got - want);
     if (!(err <= tol)) {
-        fail("%s[%zu] = %.9g, float64 reference %.9g (error %.3g > tolerance %.3g)", what, i, got, want, err, tol);
+        fail("%s[%zu] = %.9g, float64 reference %.9g (error %.3g > tolerance %.3g)", what, i, got, want, err,
+             tol);
         return;
     }
     double diff = fabs((double)got - (double)serial);
     if (!(diff <= 2.0 * tol))
-        fail("%s[%zu] = %.9g, serial %.9g (difference %.3g > 2 x tolerance %.3g)", what, i, got, serial, diff, 2.0 * tol);
+        fail("%s[%zu] = %.9g, serial %.9g (difference %.3g > 2 x tolerance %.3g)", what, i, got, serial, diff,
+             2.0 * tol);
 }
 
 static void check_same(const char *what, const float *x, const float *y, size_t n) {
@@ -250,7 +265,8 @@ static void run_normalize(const float *x, size_t n, size_t d) {
         for (size_t k = 0; k < d; ++k) {
             double want = !isfinite(norm) ? NAN : (norm > 0.0 ? (double)x[i * d + k] / norm : 0.0);
             check_value("normalize", i * d + k, out[i * d + k], ser[i * d + k], want, tolerance(d));
-            if (norm == 0.0 && out[i * d + k] != 0.0f) fail("normalize[%zu] of a zero row = %.9g, expected 0", i * d + k, out[i * d + k]);
+            if (norm == 0.0 && out[i * d + k] != 0.0f)
+                fail("normalize[%zu] of a zero row = %.9g, expected 0", i * d + k, out[i * d + k]);
             out_ss += (double)out[i * d + k] * (double)out[i * d + k];
         }
         if (isfinite(norm) && norm > 0.0 && !(fabs(sqrt(out_ss) - 1.0) <= 1e-6))
@@ -272,7 +288,8 @@ static void run_paired(const float *a, const float *b, size_t n, size_t d) {
     H.be->paired_cosine(a, b, n, d, out);
     H.ser->paired_cosine(a, b, n, d, ser);
     check_guards(out, n, SENTINEL, "paired_cosine out");
-    for (size_t i = 0; i < n; ++i) check_value("paired_cosine", i, out[i], ser[i], ref_cos(a + i * d, b + i * d, d), tolerance(d));
+    for (size_t i = 0; i < n; ++i)
+        check_value("paired_cosine", i, out[i], ser[i], ref_cos(a + i * d, b + i * d, d), tolerance(d));
     release(out);
     release(ser);
 }
@@ -286,7 +303,8 @@ static void run_matrix(const float *a, size_t n, const float *b, size_t m, size_
     check_guards(work, n + m, SENTINEL, "cosine_matrix work");
     for (size_t i = 0; i < n; ++i)
         for (size_t j = 0; j < m; ++j)
-            check_value("cosine_matrix", i * m + j, out[i * m + j], ser[i * m + j], ref_cos(a + i * d, b + j * d, d), tolerance(d));
+            check_value("cosine_matrix", i * m + j, out[i * m + j], ser[i * m + j],
+                        ref_cos(a + i * d, b + j * d, d), tolerance(d));
     release(out);
     release(ser);
     release(work);
@@ -297,14 +315,17 @@ static void run_matrix(const float *a, size_t n, const float *b, size_t m, size_
 static void check_clamped_max(const char *what, const float *mx, const double *want, size_t n, sk_clamp c) {
     if (!c.enabled) return;
     for (size_t i = 0; i < n; ++i)
-        if (!isnan(want[i]) && !(mx[i] >= c.lo && mx[i] <= c.hi)) fail("%s[%zu] = %.9g, outside the clamp [%g, %g]", what, i, mx[i], c.lo, c.hi);
+        if (!isnan(want[i]) && !(mx[i] >= c.lo && mx[i] <= c.hi))
+            fail("%s[%zu] = %.9g, outside the clamp [%g, %g]", what, i, mx[i], c.lo, c.hi);
 }
 
-static void run_ragged(const float *q, size_t nq, const float *refs, const int64_t *offsets, size_t d, sk_clamp c) {
+static void run_ragged(const float *q, size_t nq, const float *refs, const int64_t *offsets, size_t d,
+                       sk_clamp c) {
     H.cases++;
     float *mx = output(nq), *mean = output(nq), *smx = output(nq), *smean = output(nq), *only = output(nq);
     size_t nr = (size_t)offsets[nq];
-    double *sims = malloc((nr + 1) * sizeof(double)), *wmax = malloc((nq + 1) * sizeof(double)), *wmean = malloc((nq + 1) * sizeof(double));
+    double *sims = xmalloc((nr + 1) * sizeof(double)), *wmax = xmalloc((nq + 1) * sizeof(double)),
+           *wmean = xmalloc((nq + 1) * sizeof(double));
     H.be->cosine_reduce(q, nq, refs, offsets, d, c, mx, mean);
     H.ser->cosine_reduce(q, nq, refs, offsets, d, c, smx, smean);
     check_guards(mx, nq, SENTINEL, "cosine_reduce out_max");
@@ -316,7 +337,8 @@ static void run_ragged(const float *q, size_t nq, const float *refs, const int64
         wmean[i] = ref_reduce(sims, end - beg, c, MEAN);
         check_value("cosine_reduce max", i, mx[i], smx[i], wmax[i], tolerance(d));
         check_value("cosine_reduce mean", i, mean[i], smean[i], wmean[i], tolerance(d));
-        if (beg == end && (mx[i] != 0.0f || mean[i] != 0.0f)) fail("empty group %zu gives max %.9g, mean %.9g; expected 0", i, mx[i], mean[i]);
+        if (beg == end && (mx[i] != 0.0f || mean[i] != 0.0f))
+            fail("empty group %zu gives max %.9g, mean %.9g; expected 0", i, mx[i], mean[i]);
     }
     check_clamped_max("cosine_reduce max", mx, wmax, nq, c);
     /* one output at a time gives the same values as both at once */
@@ -339,7 +361,7 @@ static void run_dense(const float *q, size_t nq, const float *refs, size_t nr, s
     H.cases++;
     float *mx = output(nq), *mean = output(nq), *smx = output(nq), *smean = output(nq), *only = output(nq);
     float *work = output(nr), *swork = output(nr);
-    double *sims = malloc((nr + 1) * sizeof(double)), *wmax = malloc((nq + 1) * sizeof(double));
+    double *sims = xmalloc((nr + 1) * sizeof(double)), *wmax = xmalloc((nq + 1) * sizeof(double));
     H.be->cosine_reduce_dense(q, nq, refs, nr, d, c, work, mx, mean);
     H.ser->cosine_reduce_dense(q, nq, refs, nr, d, c, swork, smx, smean);
     check_guards(mx, nq, SENTINEL, "cosine_reduce_dense out_max");
@@ -349,8 +371,10 @@ static void run_dense(const float *q, size_t nq, const float *refs, size_t nr, s
         for (size_t j = 0; j < nr; ++j) sims[j] = ref_cos(q + i * d, refs + j * d, d);
         wmax[i] = ref_reduce(sims, nr, c, MAX);
         check_value("cosine_reduce_dense max", i, mx[i], smx[i], wmax[i], tolerance(d));
-        check_value("cosine_reduce_dense mean", i, mean[i], smean[i], ref_reduce(sims, nr, c, MEAN), tolerance(d));
-        if (nr == 0 && (mx[i] != 0.0f || mean[i] != 0.0f)) fail("no refs: query %zu gives max %.9g, mean %.9g; expected 0", i, mx[i], mean[i]);
+        check_value("cosine_reduce_dense mean", i, mean[i], smean[i], ref_reduce(sims, nr, c, MEAN),
+                    tolerance(d));
+        if (nr == 0 && (mx[i] != 0.0f || mean[i] != 0.0f))
+            fail("no refs: query %zu gives max %.9g, mean %.9g; expected 0", i, mx[i], mean[i]);
     }
     check_clamped_max("cosine_reduce_dense max", mx, wmax, nq, c);
     H.be->cosine_reduce_dense(q, nq, refs, nr, d, c, work, only, NULL);
@@ -372,7 +396,7 @@ static void run_dense(const float *q, size_t nq, const float *refs, size_t nr, s
 static void run_rows(const float *sims, size_t n, size_t m, size_t stride, sk_clamp c) {
     H.cases++;
     float *mx = output(n), *mean = output(n), *smx = output(n), *smean = output(n);
-    double *row = malloc((m + 1) * sizeof(double));
+    double *row = xmalloc((m + 1) * sizeof(double));
     H.be->reduce_rows(sims, n, m, stride, c, mx, mean);
     H.ser->reduce_rows(sims, n, m, stride, c, smx, smean);
     check_guards(mx, n, SENTINEL, "reduce_rows out_max");
@@ -381,7 +405,8 @@ static void run_rows(const float *sims, size_t n, size_t m, size_t stride, sk_cl
         for (size_t j = 0; j < m; ++j) row[j] = (double)sims[i * stride + j];
         double wmax = ref_reduce(row, m, c, MAX);
         /* the max of float32 values is one of them (after clamping): exact */
-        if (!(same_bits(mx[i], (float)wmax) || (isnan(wmax) && isnan(mx[i])))) fail("reduce_rows max[%zu] = %.9g, expected exactly %.9g", i, mx[i], wmax);
+        if (!(same_bits(mx[i], (float)wmax) || (isnan(wmax) && isnan(mx[i]))))
+            fail("reduce_rows max[%zu] = %.9g, expected exactly %.9g", i, mx[i], wmax);
         H.values++;
         check_value("reduce_rows mean", i, mean[i], smean[i], ref_reduce(row, m, c, MEAN), tolerance(m));
     }
@@ -400,7 +425,7 @@ static void run_all(const float *a, size_t n, const float *b, size_t m, size_t d
     run_matrix(a, n, b, m, d);
     run_dense(a, n, b, m, d, c);
     /* ragged: query i gets a group that grows with i, the first empty, the rest absorbed by the last */
-    int64_t *offsets = malloc((n + 1) * sizeof(int64_t));
+    int64_t *offsets = xmalloc((n + 1) * sizeof(int64_t));
     offsets[0] = 0;
     for (size_t i = 1; i <= n; ++i) offsets[i] = offsets[i - 1] + (int64_t)(i - 1);
     for (size_t i = 1; i <= n; ++i)
@@ -439,7 +464,8 @@ static void suite_ragged(void) {
         size_t d = DIMS[di];
         for (size_t ci = 0; ci < 3; ++ci) {
             label("ragged d=%zu clamp %zu", d, ci);
-            float *q = random_rows(nq, d, ci == 1 ? POSITIVE : NORMAL), *r = random_rows((size_t)offsets[nq], d, NORMAL);
+            float *q = random_rows(nq, d, ci == 1 ? POSITIVE : NORMAL),
+                  *r = random_rows((size_t)offsets[nq], d, NORMAL);
             run_ragged(q, nq, r, offsets, d, clamps[ci]);
             release(q);
             release(r);
@@ -502,17 +528,21 @@ static void suite_zero_rows(void) {
         run_all(a, 5, b, 5, d, NO_CLAMP);
         float *p = output(5), *mx = output(5), *mean = output(5), *work = output(10), *mat = output(25);
         H.be->paired_cosine(a, b, 5, d, p);
-        if (p[1] != 0.0f || p[3] != 0.0f) fail("paired cosine with a zero row = %.9g, %.9g; expected 0", p[1], p[3]);
+        if (p[1] != 0.0f || p[3] != 0.0f)
+            fail("paired cosine with a zero row = %.9g, %.9g; expected 0", p[1], p[3]);
         H.be->cosine_matrix(a, 5, b, 5, d, work, mat);
         for (size_t i = 0; i < 5; ++i)
-            if (mat[1 * 5 + i] != 0.0f || mat[i * 5 + 3] != 0.0f || mat[i * 5 + 1] != 0.0f) fail("cosine_matrix with a zero row is not 0 (row or column %zu)", i);
+            if (mat[1 * 5 + i] != 0.0f || mat[i * 5 + 3] != 0.0f || mat[i * 5 + 1] != 0.0f)
+                fail("cosine_matrix with a zero row is not 0 (row or column %zu)", i);
         /* zero-norm gives 0.0, then the clamp applies: [0.2, 1] turns it into exactly 0.2 */
         const int64_t offsets[] = {0, 1, 2, 3, 4, 5};
         sk_clamp c = {1, 0.2f, 1.0f};
         H.be->cosine_reduce(a, 5, b, offsets, d, c, mx, mean);
-        if (mean[3] != 0.2f || mx[1] != 0.2f) fail("clamped similarity of a zero row: mean %.9g, max %.9g; expected 0.2", mean[3], mx[1]);
+        if (mean[3] != 0.2f || mx[1] != 0.2f)
+            fail("clamped similarity of a zero row: mean %.9g, max %.9g; expected 0.2", mean[3], mx[1]);
         H.be->cosine_reduce(a, 5, b, offsets, d, NO_CLAMP, mx, mean);
-        if (mean[3] != 0.0f || mx[1] != 0.0f) fail("similarity of a zero row: mean %.9g, max %.9g; expected 0", mean[3], mx[1]);
+        if (mean[3] != 0.0f || mx[1] != 0.0f)
+            fail("similarity of a zero row: mean %.9g, max %.9g; expected 0", mean[3], mx[1]);
         H.values += 14;
         release(a);
         release(b);
@@ -568,7 +598,7 @@ static void suite_extreme(void) {
             for (size_t k = 0; k < d; ++k) {
                 a[1 * d + k] *= mag;
                 b[2 * d + k] *= mag;
-                a[3 * d + k] = mag; /* every element extreme */
+                a[3 * d + k] = mag;                 /* every element extreme */
                 b[4 * d + k] = k == 0 ? mag : 0.0f; /* one extreme element */
             }
             run_all(a, 5, b, 6, d, NO_CLAMP);
@@ -624,7 +654,7 @@ static void suite_large(void) {
     run_paired(a, b, n, d);
     run_normalize(a, n, d);
     size_t nq = 300;
-    int64_t *offsets = malloc((nq + 1) * sizeof(int64_t));
+    int64_t *offsets = xmalloc((nq + 1) * sizeof(int64_t));
     offsets[0] = 0;
     for (size_t i = 0; i < nq; ++i) offsets[i + 1] = offsets[i] + (int64_t)rng_below(5);
     run_ragged(a, nq, b, offsets, d, NO_CLAMP);
@@ -679,8 +709,10 @@ static void run_backend(const sk_backend *be, long fuzz) {
     suite_large();
     suite_fuzz(fuzz);
     double secs = (double)(clock() - start) / CLOCKS_PER_SEC;
-    printf("%-8s %6ld cases, %8ld values checked, %ld failed  (%.1f s)\n", be->name, H.cases, H.values, H.failures, secs);
-    if (H.failures > MAX_PRINTED) printf("%-8s (%ld more failures not shown)\n", be->name, H.failures - MAX_PRINTED);
+    printf("%-8s %6ld cases, %8ld values checked, %ld failed  (%.1f s)\n", be->name, H.cases, H.values,
+           H.failures, secs);
+    if (H.failures > MAX_PRINTED)
+        printf("%-8s (%ld more failures not shown)\n", be->name, H.failures - MAX_PRINTED);
 }
 
 int main(int argc, char **argv) {
@@ -688,9 +720,12 @@ int main(int argc, char **argv) {
     size_t n_required = 0;
     long fuzz = 600;
     for (int i = 1; i < argc; ++i) {
-        if (strcmp(argv[i], "--require") == 0 && i + 1 < argc && n_required < 16) required[n_required++] = argv[++i];
-        else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc) only = argv[++i];
-        else if (strcmp(argv[i], "--fuzz") == 0 && i + 1 < argc) fuzz = atol(argv[++i]);
+        if (strcmp(argv[i], "--require") == 0 && i + 1 < argc && n_required < 16)
+            required[n_required++] = argv[++i];
+        else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc)
+            only = argv[++i];
+        else if (strcmp(argv[i], "--fuzz") == 0 && i + 1 < argc)
+            fuzz = atol(argv[++i]);
         else {
             fprintf(stderr, "usage: %s [--require NAME]... [--only NAME] [--fuzz N]\n", argv[0]);
             return 2;
@@ -700,7 +735,8 @@ int main(int argc, char **argv) {
     int status = 0;
     for (size_t r = 0; r < n_required; ++r) {
         int compiled = 0;
-        for (size_t i = 0; i < sk_backend_count(); ++i) compiled |= strcmp(sk_backend_at(i)->name, required[r]) == 0;
+        for (size_t i = 0; i < sk_backend_count(); ++i)
+            compiled |= strcmp(sk_backend_at(i)->name, required[r]) == 0;
         if (!compiled) {
             printf("FAIL backend %s is required but not compiled into this build\n", required[r]);
             status = 1;
