@@ -2,9 +2,10 @@
 
 The registry (:mod:`simkernel.runtime.acquisition.registry`) holds, for some models, thresholds
 calibrated on human labels per precision (``CalibratedThreshold``: which data, which label rule, the
-bootstrap interval, F1). The metrics, ``simkernel score --threshold calibrated`` and the pytest plugin
-resolve ``"calibrated"`` here; a model without one is an error that says so and what to pass
-instead. Standard library only (the pytest plugin imports this at start-up).
+bootstrap interval, F1; int8 takes the one fitted on fp32 scores, which do not depend on the CPU). The
+metrics, ``simkernel score --threshold calibrated`` and the pytest plugin resolve ``"calibrated"`` here;
+a model without one is an error that says so and what to pass instead. Standard library only (the pytest
+plugin imports this at start-up).
 """
 
 from __future__ import annotations
@@ -60,10 +61,10 @@ def calibrated_threshold(model: object, precision: str) -> Threshold:
         raise ValueError(
             f"model {model!r} has no calibrated threshold for {precision} (models with one: {', '.join(having) or 'none'}); pass a number instead, e.g. threshold=0.7, or find one for your data with `simkernel calibrate FILE --label COL`"
         )
-    return Threshold(
-        entry.threshold,
-        f"calibrated for {known.id} ({precision}) on {entry.data}, {entry.rule}",
-    )
+    source = f"calibrated for {known.id} ({precision}) on {entry.data}, {entry.rule}"
+    if entry.fitted_on not in (None, precision):
+        source += f", fitted on the {entry.fitted_on} scores (the same on every CPU)"
+    return Threshold(entry.threshold, source)
 
 
 def resolve_threshold(value: object, model: object, precision: str, given_by: str) -> Threshold:
