@@ -6,8 +6,9 @@ The public names are re-exported (and documented) by :mod:`simkernel.kernels`; i
 Arguments that already are float32, C-contiguous, aligned, native-endian ``numpy.ndarray`` s go straight to
 the C kernels (a few C-level checks, no Python-level work: a call on 1 x 8 vectors costs about a microsecond).
 Anything else goes once through :mod:`simkernel._validation`, which converts it or raises. Arrays are read
-through ``const`` pointers, so read-only arrays are accepted and never written. Every native call runs
-``with nogil``.
+through ``const`` pointers, so read-only arrays are accepted and never written. Native calls on
+``GIL_FREE_FLOATS`` floats or more run ``with nogil``; smaller ones keep the GIL (retaking it can cost an
+event loop the 5 ms switch interval).
 
 Arrays are taken as ``ndarray`` objects and read through the numpy C API rather than as typed memoryviews:
 acquiring a ``const float[:, ::1]`` view costs a few hundred nanoseconds per argument, which is most of
@@ -17,8 +18,7 @@ the budget of a small call; the checks made are the same (dtype, dimensions, C o
 cimport numpy as cnp
 from libc.stdint cimport int64_t
 
-# the native kernel's declarations (csrc/simkernel.h, csrc/parallel.h) and the array helpers (_data,
-# _out, _empty1, _empty2) are in _cosine.pxd
+# csrc/simkernel.h's and csrc/parallel.h's declarations, and the array helpers (_data, _out, _empty*): .pxd
 
 import numpy as np
 
@@ -33,20 +33,18 @@ sk_init()
 # only when it reads at least _parallel_min_floats floats per part, so small calls never pay for a thread.
 cdef size_t _num_threads = sk_cpu_count() if sk_cpu_count() < 8 else 8
 cdef size_t _parallel_min_floats = 1 << 18
+cdef size_t GIL_FREE_FLOATS = 32768  # calls reading fewer floats keep the GIL (module docstring)
 
 # Route of cosine_matrix and dense cosine_reduce: -1 chooses by shape, 0 always native, 1 always BLAS.
 cdef int _blas_mode = -1
-# BLAS (numpy.matmul on rows normalised natively) wins once both sides have a few rows and the product is
-# large enough to amortise the extra passes; measured on a 2-core AVX-512 machine
-# (benchmarks/studies/route_crossover.py).
+# BLAS (numpy.matmul on natively normalised rows) wins once both sides have a few rows and the product
+# amortises the extra passes (measured on a 2-core AVX-512 machine: benchmarks/studies/route_crossover.py).
 cdef double _blas_min_work = 1.5e5   # n * m * d multiply-adds
 cdef size_t _blas_min_rows = 16      # min(n, m)
 # The dense BLAS route computes similarities in blocks of query rows of at most this many floats (16 MiB):
 # one BLAS call per block, and each call is a barrier for BLAS's threads, which costs dearly when another
 # process holds a core; 1024 x 1024 and smaller shapes take a single call.
 cdef size_t _blas_block_floats = 1 << 22
-
-
 cdef tuple _MAX_MEAN = ("max", "mean")
 
 
@@ -170,6 +168,9 @@ cdef cnp.ndarray _normalized(cnp.ndarray x, bint threaded=True):
     job.a = _data(x)
     job.d = d
     job.out = _out(out)
+    if n * d < GIL_FREE_FLOATS:
+        _normalize_part(&job, 0, n)
+        return out
     with nogil:
         if threaded:
             _run_rows(&job, _normalize_part, n, 2 * d)
@@ -200,8 +201,11 @@ def paired_cosine(a, b):
     job.b = _data(B)
     job.d = d
     job.out = _out(out)
-    with nogil:
-        _run_rows(&job, _paired_part, n, 2 * d)
+    if 2 * n * d < GIL_FREE_FLOATS:
+        _paired_part(&job, 0, n)
+    else:
+        with nogil:
+            _run_rows(&job, _paired_part, n, 2 * d)
     return out
 
 
@@ -222,8 +226,11 @@ def cosine_matrix(a, b):
     cdef const float *pb = _data(B)
     cdef float *pw = _out(work)
     cdef float *po = _out(out)
-    with nogil:
+    if (n + m) * d < GIL_FREE_FLOATS:
         be.cosine_matrix(pa, n, pb, m, d, pw, po)
+    else:
+        with nogil:
+            be.cosine_matrix(pa, n, pb, m, d, pw, po)
     return out
 
 
@@ -315,15 +322,21 @@ def cosine_reduce(queries, refs, offsets=None, reduce="max", clamp=None):
         job.clamp = c
         job.out = pmax
         job.out2 = pmean
-        with nogil:
+        if (nq + nr) * d < GIL_FREE_FLOATS:
             _run_ragged(&job, nq, nr)
+        else:
+            with nogil:
+                _run_ragged(&job, nq, nr)
     elif _use_blas(nq, nr, d):
         _reduce_dense_blas(Q, R, c, pmax, pmean)
     else:
         work = _empty1(dr[0])
         pw = _out(work)
-        with nogil:
+        if (nq + nr) * d < GIL_FREE_FLOATS:
             be.cosine_reduce_dense(pq, nq, pr, nr, d, c, pw, pmax, pmean)
+        else:
+            with nogil:
+                be.cosine_reduce_dense(pq, nq, pr, nr, d, c, pw, pmax, pmean)
 
     if single:
         return out_max if want_max else out_mean

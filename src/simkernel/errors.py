@@ -30,3 +30,8 @@ class MissingDependencyError(SimkernelError, ImportError):
 class PrecisionUnavailableError(SimkernelError, ValueError):
     """A precision this machine cannot really run (``bf16`` on a CPU without native bfloat16); the message
     says what the machine lacks and which precision to use instead."""
+
+
+class QueueFullError(SimkernelError, RuntimeError):
+    """A model's batching queue holds ``max_queue`` waiting calls; the message names the setting (a service
+    answers 503 and the client retries)."""

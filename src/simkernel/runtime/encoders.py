@@ -12,7 +12,7 @@ from pathlib import Path
 
 from simkernel.runtime.acquisition.registry import DEFAULT_MODEL
 from simkernel.runtime.acquisition.resolve import resolve_model
-from simkernel.runtime.inference.batcher import batch_settings
+from simkernel.runtime.inference.batch_settings import batch_settings
 from simkernel.runtime.inference.bundle import check_precision
 from simkernel.runtime.inference.cross_encoder import BundleCrossEncoder
 from simkernel.runtime.inference.embedding_cache import EmbeddingCache

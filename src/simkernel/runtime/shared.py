@@ -13,7 +13,7 @@ from pathlib import Path
 from simkernel.runtime.acquisition.registry import DEFAULT_MODEL
 from simkernel.runtime.acquisition.resolve import resolve_model
 from simkernel.runtime.encoders import CrossEncoder, TextEncoder
-from simkernel.runtime.inference.batcher import batch_settings, batching_default
+from simkernel.runtime.inference.batch_settings import batch_settings, batching_default
 from simkernel.runtime.inference.cache_settings import resolve_cache_dir
 
 _LOCK = threading.Lock()

@@ -17,9 +17,9 @@ import numpy as np
 import pytest
 from runtime_helpers import SPECIAL_TEXTS
 
-from simkernel.errors import ModelError
+from simkernel.errors import ModelError, QueueFullError
 from simkernel.runtime import CrossEncoder, TextEncoder
-from simkernel.runtime.inference.batcher import QueueFullError, batch_settings
+from simkernel.runtime.inference.batch_settings import batch_settings
 
 WAIT = 60.0  # seconds any wait of these tests may take before it is a failure (a hang)
 

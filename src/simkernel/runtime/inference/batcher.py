@@ -28,9 +28,8 @@ Guarantees:
 - **fork-safe.** A child process starts with an empty queue (a pass running in another thread of the
   parent at the fork does not exist in the child).
 
-The default ``max_batch_tokens`` (4,096 tokens, about 0.3 s of all-MiniLM-L6-v2 on two cores) bounds what
-a newcomer waits behind a large call; a pass of that size still holds full batches of each length, since
-a large call is cut in token-length order (measured in benchmarks/bench_latency.py).
+The settings (on or off, ``max_batch_tokens``, ``max_queue``, their environment variables) are read by
+:mod:`simkernel.runtime.inference.batch_settings`.
 """
 
 from __future__ import annotations
@@ -45,116 +44,35 @@ from typing import Any
 
 import numpy as np
 
-from simkernel.errors import SimkernelError
-
-DEFAULT_MAX_BATCH_TOKENS = 4096
-DEFAULT_MAX_QUEUE = 1024
-BATCHING_ENV = "SIMKERNEL_BATCHING"
-MAX_BATCH_TOKENS_ENV = "SIMKERNEL_MAX_BATCH_TOKENS"
-MAX_QUEUE_ENV = "SIMKERNEL_MAX_QUEUE"
+from simkernel.errors import QueueFullError
+from simkernel.runtime.inference.batch_call import QueuedCall
+from simkernel.runtime.inference.batch_settings import batch_settings, batching_default
 
 # run_pass(encodings, batch_size) -> float32 array (len(encodings), width), rows in the order given
 RunPass = Callable[[Sequence[Any], int], np.ndarray]
-
-
-class QueueFullError(SimkernelError, RuntimeError):
-    """The batching queue of a model holds ``max_queue`` waiting calls; the message names the setting."""
-
-
-def batching_default() -> bool:
-    """Whether encoders batch concurrent calls when not told: ``$SIMKERNEL_BATCHING`` (``0``/``false``/
-    ``off``/``no`` turn it off), else on."""
-    value = os.environ.get(BATCHING_ENV, "1").strip().lower()
-    if value in ("0", "false", "off", "no"):
-        return False
-    if value in ("1", "true", "on", "yes", ""):
-        return True
-    raise ValueError(f"{BATCHING_ENV}={value!r} is not a switch; set it to 1 (batch concurrent calls) or 0")
-
-
-def _setting(value: int | None, env: str, default: int, what: str) -> int:
-    """A positive int from ``value``, else from the environment variable ``env``, else ``default``."""
-    if value is None:
-        raw = os.environ.get(env)
-        if raw is None or not raw.strip():
-            return default
-        try:
-            value = int(raw)
-        except ValueError:
-            raise ValueError(
-                f"{env}={raw!r} is not an integer; set it to a positive number of {what}"
-            ) from None
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise ValueError(f"{what.replace(' ', '_')} must be a positive int, got {value!r}")
-    return int(value)
-
-
-def batch_settings(max_batch_tokens: int | None, max_queue: int | None) -> tuple[int, int]:
-    """(max_batch_tokens, max_queue): the values given, else ``$SIMKERNEL_MAX_BATCH_TOKENS`` /
-    ``$SIMKERNEL_MAX_QUEUE``, else the defaults (4,096 tokens, 1,024 calls); anything but a positive int
-    raises ValueError."""
-    tokens = _setting(max_batch_tokens, MAX_BATCH_TOKENS_ENV, DEFAULT_MAX_BATCH_TOKENS, "max batch tokens")
-    queue = _setting(max_queue, MAX_QUEUE_ENV, DEFAULT_MAX_QUEUE, "max queue")
-    return tokens, queue
-
-
-class _Call:
-    """One caller's inputs in the queue, sorted by token length, and what became of them."""
-
-    __slots__ = (
-        "encodings",
-        "keys",
-        "order",
-        "bounds",
-        "batch_size",
-        "taken",
-        "finished",
-        "rows",
-        "error",
-        "done",
-        "cancelled",
-        "event",
-        "on_done",
-    )
-
-    def __init__(self, keys, encodings, batch_size: int, on_done: Callable[[_Call], None] | None) -> None:
-        lengths = np.fromiter((len(e.ids) for e in encodings), dtype=np.int64, count=len(encodings))
-        self.order = np.argsort(lengths, kind="stable")  # queue position -> the caller's row
-        self.keys = [keys[i] for i in self.order]
-        self.encodings = [encodings[i] for i in self.order]
-        self.bounds = np.concatenate(([0], np.cumsum(lengths[self.order]))).tolist()  # token prefix sums
-        self.batch_size = batch_size
-        self.taken = 0  # inputs handed to passes
-        self.finished = 0  # inputs whose rows are filled
-        self.rows: np.ndarray | None = None  # (n, width), the caller's order
-        self.error: BaseException | None = None
-        self.done = False
-        self.cancelled = False
-        self.event = threading.Event() if on_done is None else None
-        self.on_done = on_done
-
-    def __len__(self) -> int:
-        return len(self.keys)
-
-    def result(self) -> np.ndarray:
-        if self.error is not None:
-            raise self.error
-        assert self.rows is not None
-        return self.rows
 
 
 class PassBatcher:
     """The queue of one model's forward passes (see the module docstring).
 
     ``run_pass(encodings, batch_size)`` runs the model on distinct inputs and returns their rows (float32,
-    one per input, in the order given); the batcher calls it from one thread at a time. ``name`` is the
-    model's name, for errors.
+    one per input, in the order given); the batcher calls it from one thread at a time. ``tokenize(keys)``
+    gives the inputs' tokenizations (``tokenizers.Encoding`` s): a synchronous caller tokenizes its own
+    inputs in its thread; an asyncio caller's are tokenized by the thread that runs the passes, so that
+    the event loop does no work that gives up the GIL. ``name`` is the model's name, for errors.
     """
 
     def __init__(
-        self, run_pass: RunPass, *, max_batch_tokens: int, max_queue: int, name: str = "the model"
+        self,
+        run_pass: RunPass,
+        tokenize: Callable[[list], list],
+        *,
+        max_batch_tokens: int,
+        max_queue: int,
+        name: str = "the model",
     ) -> None:
         self._run_pass = run_pass
+        self._tokenize = tokenize
         self.max_batch_tokens = max_batch_tokens
         self.max_queue = max_queue
         self.name = name
@@ -163,16 +81,17 @@ class PassBatcher:
     def _reset(self) -> None:
         self._pid = os.getpid()
         self._lock = threading.Lock()
-        self._queue: deque[_Call] = deque()
+        self._queue: deque[QueuedCall] = deque()
         self._busy = False  # a caller or the pass thread is running the queue
         self._threads: ThreadPoolExecutor | None = None  # the pass thread
         self.passes = 0  # forward passes run (for tests and metrics)
 
     # -- entry points ---------------------------------------------------------------------------------
 
-    def run(self, keys: Sequence[Hashable], encodings: Sequence[Any], batch_size: int) -> np.ndarray:
-        """The rows of ``keys`` (distinct inputs; ``encodings`` their tokenizations), blocking until done."""
-        call = _Call(keys, encodings, batch_size, None)
+    def run(self, keys: Sequence[Hashable], batch_size: int) -> np.ndarray:
+        """The rows of ``keys`` (distinct inputs), blocking until done; tokenized in this thread."""
+        call = QueuedCall(keys, batch_size, None)
+        call.prepare(self._tokenize(call.keys))
         if self._enqueue(call):
             self._lead(call)
         else:
@@ -183,18 +102,21 @@ class PassBatcher:
     def submit(
         self,
         keys: Sequence[Hashable],
-        encodings: Sequence[Any],
         batch_size: int,
-        on_done: Callable[[_Call], None],
-    ) -> _Call:
-        """Queue ``keys`` without blocking; ``on_done(call)`` is called (from the thread that ran the
-        last pass) once ``call.result()`` is ready. A pass thread runs the queue if nobody does."""
-        call = _Call(keys, encodings, batch_size, on_done)
+        on_done: Callable[[QueuedCall], None],
+        encodings: Sequence[Any] | None = None,
+    ) -> QueuedCall:
+        """Queue ``keys`` without blocking (``encodings``: their tokenizations if the caller has them, else
+        the pass thread tokenizes them); ``on_done(call)`` is called (from the thread that ran the last
+        pass) once ``call.result()`` is ready. The pass thread runs the queue if nobody does."""
+        call = QueuedCall(keys, batch_size, on_done)
+        if encodings is not None:
+            call.prepare(encodings)
         if self._enqueue(call):
             self._start_pass_thread()
         return call
 
-    def cancel(self, call: _Call) -> None:
+    def cancel(self, call: QueuedCall) -> None:
         """Drop ``call``'s inputs that have not gone into a pass yet (its result is then never ready)."""
         with self._lock:
             call.cancelled = True
@@ -208,7 +130,7 @@ class PassBatcher:
 
     # -- the queue ------------------------------------------------------------------------------------
 
-    def _enqueue(self, call: _Call) -> bool:
+    def _enqueue(self, call: QueuedCall) -> bool:
         """Queue ``call``; True when the caller must run the queue (nobody else is)."""
         if self._pid != os.getpid():
             self._reset()
@@ -223,13 +145,15 @@ class PassBatcher:
             self._busy = True
             return True
 
-    def _take(self) -> list[tuple[_Call, int, int]]:
+    def _take(self) -> list[tuple[QueuedCall, int, int]]:
         """The next pass, under the lock: (call, start, stop) slices of queued calls in arrival order,
         ``max_batch_tokens`` in all (at least one input); a call cut short goes to the back."""
-        work: list[tuple[_Call, int, int]] = []
+        work: list[tuple[QueuedCall, int, int]] = []
         room = self.max_batch_tokens
         while self._queue:
             call = self._queue[0]
+            if call.encodings is None:
+                break  # not tokenized yet (see _tokenize_queued): later calls wait behind it
             start = call.taken
             fits = bisect.bisect_right(call.bounds, call.bounds[start] + room) - 1
             stop = min(fits, len(call))
@@ -245,11 +169,12 @@ class PassBatcher:
                 break  # the pass is full; the rest of the call queues again when this pass is done
         return work
 
-    def _lead(self, own: _Call) -> None:
+    def _lead(self, own: QueuedCall) -> None:
         """Run passes in the caller's thread until its own call is done, then leave the rest of the
-        queue to a pass thread (the caller returns at once)."""
+        queue to the pass thread (the caller returns at once)."""
         try:
             while True:
+                self._tokenize_queued()
                 with self._lock:
                     if own.done:
                         if self._queue:
@@ -258,7 +183,8 @@ class PassBatcher:
                             self._busy = False
                         return
                     work = self._take()
-                self._signal(self._execute(work))
+                if work:
+                    self._signal(self._execute(work))
         except BaseException:
             with self._lock:
                 if own in self._queue:
@@ -272,22 +198,52 @@ class PassBatcher:
     def _drain(self) -> None:
         """The pass thread: run passes until the queue is empty. The next pass is taken before the
         callers of the last one are woken, so it starts while they pick up their rows."""
-        with self._lock:
-            work = self._take()
-            if not work:
-                self._busy = False
-        while work:
-            try:
-                ready = self._execute(work)
-            except BaseException:
+        ready: list[QueuedCall] = []
+        try:
+            while True:
+                self._tokenize_queued()
                 with self._lock:
-                    self._busy = False
-                raise
+                    work = self._take()
+                    idle = not work and not self._queue
+                    if idle:
+                        self._busy = False
+                self._signal(ready)
+                if idle:
+                    return
+                ready = self._execute(work) if work else []
+        except BaseException:
             with self._lock:
-                work = self._take()
-                if not work:
-                    self._busy = False
-            self._signal(ready)
+                self._busy = False
+            raise
+
+    def _tokenize_queued(self) -> None:
+        """Tokenize the queued calls that came untokenized (asyncio callers), in one tokenizer call; a
+        call whose inputs the tokenizer refuses gets that error."""
+        with self._lock:
+            raw = [call for call in self._queue if call.encodings is None]
+        if not raw:
+            return
+        keys = [key for call in raw for key in call.keys]
+        try:
+            encodings = self._tokenize(keys)
+        except Exception:  # find the call at fault: each on its own
+            encodings = None
+        failed = []
+        with self._lock:
+            start = 0
+            for call in raw:
+                if encodings is not None:
+                    call.prepare(encodings[start : start + len(call)])
+                    start += len(call)
+                    continue
+                try:
+                    call.prepare(self._tokenize(call.keys))
+                except Exception as exc:
+                    call.error, call.done = exc, True
+                    if call in self._queue:
+                        self._queue.remove(call)
+                    failed.append(call)
+        self._signal(failed)
 
     def _start_pass_thread(self) -> None:
         """Under the lock (with ``_busy`` set): a pass thread drains the queue."""
@@ -295,13 +251,14 @@ class PassBatcher:
             self._threads = ThreadPoolExecutor(1, thread_name_prefix="simkernel-pass")
         self._threads.submit(self._drain)
 
-    def _execute(self, work: list[tuple[_Call, int, int]]) -> list[_Call]:
+    def _execute(self, work: list[tuple[QueuedCall, int, int]]) -> list[QueuedCall]:
         """Run one pass over ``work``; the calls it completed (not yet signalled)."""
         slots: dict[Hashable, int] = {}
         encodings: list[Any] = []
         where: list[np.ndarray] = []
         for call, start, stop in work:
             index = []
+            assert call.encodings is not None  # _take takes tokenized calls only
             for i in range(start, stop):
                 slot = slots.setdefault(call.keys[i], len(slots))
                 if slot == len(encodings):
@@ -322,7 +279,7 @@ class PassBatcher:
             raise
         return self._finish(work, out, where, None)
 
-    def _finish(self, work, out: np.ndarray | None, where, error: BaseException | None) -> list[_Call]:
+    def _finish(self, work, out: np.ndarray | None, where, error: BaseException | None) -> list[QueuedCall]:
         """Give each call of a pass its rows (or the pass's error); the calls now done, to signal."""
         ready = []
         with self._lock:
@@ -348,7 +305,7 @@ class PassBatcher:
         return ready
 
     @staticmethod
-    def _signal(ready: list[_Call]) -> None:
+    def _signal(ready: list[QueuedCall]) -> None:
         for call in ready:
             if call.event is not None:
                 call.event.set()
@@ -356,25 +313,26 @@ class PassBatcher:
                 call.on_done(call)
 
 
-async def run_async(batcher: PassBatcher, keys, encodings, batch_size: int) -> np.ndarray:
-    """:meth:`PassBatcher.run` for asyncio: awaits the rows without blocking the event loop; a cancelled
-    task's inputs that have not gone into a pass are dropped."""
+async def run_async(batcher: PassBatcher, keys, batch_size: int, encodings=None) -> np.ndarray:
+    """:meth:`PassBatcher.run` for asyncio: awaits the rows without blocking the event loop (``encodings``:
+    the keys' tokenizations if the caller made them, else the pass thread does); a cancelled task's
+    inputs that have not gone into a pass are dropped."""
     import asyncio
 
     loop = asyncio.get_running_loop()
     future: asyncio.Future = loop.create_future()
 
-    def resolve(call: _Call) -> None:
+    def resolve(call: QueuedCall) -> None:
         if not future.done():
             future.set_result(None)
 
-    def on_done(call: _Call) -> None:
+    def on_done(call: QueuedCall) -> None:
         try:
             loop.call_soon_threadsafe(resolve, call)
         except RuntimeError:  # the loop was closed meanwhile: nobody awaits the result any more
             pass
 
-    call = batcher.submit(keys, encodings, batch_size, on_done)
+    call = batcher.submit(keys, batch_size, on_done, encodings)
     try:
         await future
     except asyncio.CancelledError:
@@ -385,6 +343,7 @@ async def run_async(batcher: PassBatcher, keys, encodings, batch_size: int) -> n
 
 def make_batcher(
     run_pass: RunPass,
+    tokenize: Callable[[list], list],
     batching: bool | None,
     max_batch_tokens: int | None,
     max_queue: int | None,
@@ -399,4 +358,4 @@ def make_batcher(
         raise ValueError(f"batching must be True, False or None (the environment's choice), got {batching!r}")
     if not batching:
         return None
-    return PassBatcher(run_pass, max_batch_tokens=tokens, max_queue=queue, name=str(name))
+    return PassBatcher(run_pass, tokenize, max_batch_tokens=tokens, max_queue=queue, name=str(name))

@@ -72,7 +72,14 @@ class BundleCrossEncoder:
         check_precision(precision)
         folder = Path(folder)
         model = str(folder) if name is None else name
-        self._batcher = make_batcher(self._run_pass, batching, max_batch_tokens, max_queue, model)
+        self._batcher = make_batcher(
+            self._run_pass,
+            lambda pairs: self._tokenizer.encode_pairs(pairs),
+            batching,
+            max_batch_tokens,
+            max_queue,
+            model,
+        )
         config = read_model_config(folder)
         if config.kind != "cross-encoder":
             raise ModelError(
@@ -111,11 +118,10 @@ class BundleCrossEncoder:
         unique, inverse = self._distinct(pairs, batch_size)
         logits = np.empty((0, self.num_labels), dtype=np.float32)
         if unique:
-            encodings = self._tokenizer.encode_pairs(unique)
             if self._batcher is None:
-                logits = self._run_pass(encodings, batch_size)
+                logits = self._run_pass(self._tokenizer.encode_pairs(unique), batch_size)
             else:
-                logits = self._batcher.run(unique, encodings, batch_size)
+                logits = self._batcher.run(unique, batch_size)
         return self._scores(logits, inverse, apply_activation)
 
     async def apredict(
@@ -131,8 +137,7 @@ class BundleCrossEncoder:
         unique, inverse = self._distinct(pairs, batch_size)
         logits = np.empty((0, self.num_labels), dtype=np.float32)
         if unique:
-            encodings = await run_blocking(self._tokenizer.encode_pairs, unique)
-            logits = await run_async(self._batcher, unique, encodings, batch_size)
+            logits = await run_async(self._batcher, unique, batch_size)
         return self._scores(logits, inverse, apply_activation)
 
     @staticmethod

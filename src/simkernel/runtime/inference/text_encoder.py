@@ -67,7 +67,7 @@ class BundleTextEncoder:
         max_batch_tokens: tokens per shared pass (None: ``$SIMKERNEL_MAX_BATCH_TOKENS``, else 4,096); a
             larger call is run a pass's worth at a time, taking turns with the others.
         max_queue: calls that may wait for a pass (None: ``$SIMKERNEL_MAX_QUEUE``, else 1,024); one
-            more raises :class:`~simkernel.runtime.inference.batcher.QueueFullError`.
+            more raises :class:`~simkernel.errors.QueueFullError`.
 
     The pipeline is sentence-transformers': tokenization truncated at ``max_seq_length``, pooling per
     ``1_Pooling/config.json``, L2 normalisation when ``modules.json`` has a Normalize module. Thread-safe:
@@ -90,7 +90,14 @@ class BundleTextEncoder:
     ) -> None:
         check_precision(precision)
         self._cache = EmbeddingCache(cache_size)
-        self._batcher = make_batcher(self._run_pass, batching, max_batch_tokens, max_queue, name or folder)
+        self._batcher = make_batcher(
+            self._run_pass,
+            lambda texts: self._tokenizer.encode(texts),
+            batching,
+            max_batch_tokens,
+            max_queue,
+            name or folder,
+        )
         cache_folder = resolve_cache_dir(cache_dir)
         folder = Path(folder)
         model = str(folder) if name is None else name
@@ -200,12 +207,11 @@ class BundleTextEncoder:
         if plan.missing:
             if self._batcher is None:
                 fresh = await run_blocking(self._embed, plan.missing_texts, batch_size)
-            else:
-                if len(plan.missing) > INLINE_TEXTS:
-                    encodings = await run_blocking(self._tokenizer.encode, plan.missing_texts)
-                else:
-                    encodings = self._tokenizer.encode(plan.missing_texts)
-                fresh = await run_async(self._batcher, plan.missing_texts, encodings, batch_size)
+            elif len(plan.missing) > INLINE_TEXTS:  # tokenized in a worker, beside the passes
+                encodings = await run_blocking(self._tokenizer.encode, plan.missing_texts)
+                fresh = await run_async(self._batcher, plan.missing_texts, batch_size, encodings)
+            else:  # tokenized by the thread that runs the passes
+                fresh = await run_async(self._batcher, plan.missing_texts, batch_size)
         return self._assemble(plan, fresh, normalize)
 
     def _plan(self, texts: Iterable[str], batch_size: int) -> _EncodePlan | None:
@@ -256,10 +262,9 @@ class BundleTextEncoder:
     def _embed(self, texts: list[str], batch_size: int) -> np.ndarray:
         """Run the model on distinct texts: through the batcher (sharing a pass with concurrent calls)
         when batching is on, else in a pass of their own."""
-        encodings = self._tokenizer.encode(texts)
         if self._batcher is None:
-            return self._run_pass(encodings, batch_size)
-        return self._batcher.run(texts, encodings, batch_size)
+            return self._run_pass(self._tokenizer.encode(texts), batch_size)
+        return self._batcher.run(texts, batch_size)
 
     def _run_pass(self, encodings: Sequence, batch_size: int) -> np.ndarray:
         """One forward pass over tokenized distinct texts: length-sorted batches of one token length
