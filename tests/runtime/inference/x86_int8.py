@@ -8,14 +8,14 @@ give the same integers:
     AVX512-VNNI, AVX-VNNI and AMX (VPDPBUSD, TDPBUSD), as on Intel Cascade Lake and later Xeons and AMD
     Zen 4 and later: every u8 x s8 product is summed in 32 bits.
 ``"pair-saturating"``
-    AVX2, and AVX-512 without VNNI (Intel Skylake-SP, AMD Zen 2 / Zen 3): VPMADDUBSW adds the products of
-    two adjacent k into a signed 16-bit value with saturation, then VPMADDWD widens those to 32 bits
-    (MLAS's ``MultiplyAccumulateCellU8S8Avx512Core`` / the AVX2 kernel). A pair whose raw u8 x s8 sum
-    leaves [-32768, 32767] is clipped.
+    AVX2 (AMD Zen 2 / Zen 3, Intel Haswell to Comet Lake) and AVX-512 without VNNI (Intel Skylake-SP):
+    VPMADDUBSW adds the products of two adjacent k into a signed 16-bit value with saturation, then
+    VPMADDWD widens those to 32 bits (MLAS's ``MultiplyAccumulateCellU8S8Avx512Core`` / the AVX2 kernel).
+    A pair whose raw u8 x s8 sum leaves [-32768, 32767] is clipped.
 
 onnxruntime has no option that turns VNNI off (``session.x64quantprecision`` goes the other way: it makes
-AVX2 / AVX-512 CPUs use a slower u8 x u8 kernel without the overflow), so a test on one CPU cannot run the
-other CPU's kernel. :func:`emulated_bundle` instead rewrites the int8 graph so that every product is
+x64 CPUs without VNNI use a slower u8 x u8 kernel without the overflow), so a test on one CPU cannot run
+the other CPU's kernel. :func:`emulated_bundle` instead rewrites the int8 graph so that every product is
 computed in the named way with operators whose results do not depend on the CPU: the exact integer sum
 by float32 matrix products over chunks of K short enough that every partial sum is an exact float32
 integer, then int32; for the pair-saturating kind, plus what the 16-bit saturation clips off each pair
@@ -292,9 +292,9 @@ VNNI_FLAGS = ("avx512_vnni", "avx_vnni", "amx_int8")
 
 def this_cpu_kernel(cpuinfo: Path = Path("/proc/cpuinfo")) -> str | None:
     """The kernel onnxruntime picks on this x86-64 CPU, from its flags: ``"exact"`` with AVX512-VNNI,
-    AVX-VNNI or AMX-INT8 (and on CPUs without AVX2, whose SSE4.1 kernel widens to 16 bits before
-    multiplying), ``"pair-saturating"`` with AVX2 and none of those; None where the flags cannot be read
-    (not Linux, not x86-64)."""
+    AVX-VNNI or AMX-INT8, ``"pair-saturating"`` with AVX2 and none of those; None for an x86-64 CPU without
+    AVX2 (onnxruntime's SSE kernels, not emulated here) and where the flags cannot be read (not Linux, not
+    x86-64)."""
     import platform
 
     if platform.machine().lower() not in ("x86_64", "amd64"):
@@ -307,6 +307,6 @@ def this_cpu_kernel(cpuinfo: Path = Path("/proc/cpuinfo")) -> str | None:
     if line is None:
         return None
     flags = set(line.split(":", 1)[1].split())
-    if flags & set(VNNI_FLAGS) or "avx2" not in flags:
+    if flags & set(VNNI_FLAGS):
         return "exact"
-    return "pair-saturating"
+    return "pair-saturating" if "avx2" in flags else None
