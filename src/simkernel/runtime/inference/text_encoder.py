@@ -38,7 +38,8 @@ class BundleTextEncoder:
     Args:
         precision: ``"fp32"`` (``model.onnx``) or ``"int8"`` (``model_int8.onnx``). Bundles exported by
             simkernel use per-row int8 (each token's activations scaled on their own: an embedding never
-            depends on its batch-mates; min cosine 0.967 vs fp32, SAS Spearman within 0.0005, ~1.6x faster);
+            depends on its batch-mates; min cosine 0.964-0.970 vs fp32 with the CPU's int8 kernel, SAS
+            Spearman within 0.0005, ~1.6x faster);
             for hub models simkernel makes the same per-row int8 from the downloaded fp32 graph when the
             ``onnx`` package is installed, else it uses the repo's own int8 file (onnxruntime dynamic
             quantisation, batch-dependent; a warning says so). See benchmarks/studies/README.md.
