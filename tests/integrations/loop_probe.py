@@ -1,0 +1,38 @@
+"""How long an awaited call kept the event loop from running a 1 ms ticker (its worst gap)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+
+async def run_with_ticker(coro) -> tuple[object, float, float]:
+    """(the result of ``coro``, the ticker's longest gap in seconds, the call's wall time)."""
+    gaps: list[float] = []
+    done = asyncio.Event()
+
+    async def ticker() -> None:
+        last = time.perf_counter()
+        while not done.is_set():
+            await asyncio.sleep(0.001)
+            now = time.perf_counter()
+            gaps.append(now - last)
+            last = now
+
+    task = asyncio.create_task(ticker())
+    await asyncio.sleep(0)
+    started = time.perf_counter()
+    result = await coro
+    elapsed = time.perf_counter() - started
+    done.set()
+    await task
+    return result, max(gaps), elapsed
+
+
+def distinct_texts(count: int) -> list[str]:
+    """``count`` different sentences of 20-40 words (none in any cache yet)."""
+    words = "alpha beta gamma delta river mountain quickly slowly green purple seven eleven".split()
+    return [
+        " ".join(words[(i * 7 + k * 3) % len(words)] for k in range(20 + i % 20)) + f" number {i}"
+        for i in range(count)
+    ]
