@@ -20,6 +20,7 @@ EXTRAS = {
     "bench": "simsimd and the benchmark peers",
     "parquet": "pyarrow",
     "ray": "ray[data], pyarrow",
+    "serve": "starlette, uvicorn, prometheus-client (simkernel serve)",
 }
 
 
