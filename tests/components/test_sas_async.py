@@ -133,3 +133,29 @@ def test_answer_exact_match_run_async_is_run():
     )
     with pytest.raises(ValueError, match="ground_truth_answers and predicted_answers must be provided."):
         asyncio.run(evaluator.run_async([], []))
+
+
+def test_a_call_is_one_forward_pass_over_all_its_texts(minilm):
+    """run() / run_async() on one new pair, and a metric on one output and its references: one pass of the
+    shared model over every text of the call (both sides, all references), never a pass per side."""
+    from simkernel.metrics import EvalTestCase
+    from simkernel.metrics.vector_metrics import ReferenceMatchMetric
+
+    evaluator = SASEvaluator(model=minilm)
+    evaluator.warm_up()
+    batcher = get_text_encoder(minilm)._batcher
+    calls = [
+        lambda: evaluator.run(["a ground truth of several more words"], ["one prediction"]),
+        lambda: asyncio.run(evaluator.run_async(["another ground truth, longer"], ["short"])),
+        lambda: evaluator.run([["truth one", "truth number two is longer"]], ["the prediction"]),
+    ]
+    metric = ReferenceMatchMetric(
+        references=["ref one", "the second reference, longer"], embedding_provider="local"
+    )
+    calls.append(
+        lambda: asyncio.run(metric.evaluate(EvalTestCase(input="q", actual_output="an output text")))
+    )
+    for call in calls:
+        before = batcher.passes
+        call()
+        assert batcher.passes - before == 1
