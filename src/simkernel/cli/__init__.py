@@ -39,6 +39,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             from simkernel.cli.calibrate import run_calibrate
 
             return run_calibrate(args)
+        if args.command == "serve":
+            from simkernel.serve import run_serve
+
+            return run_serve(args)
         from simkernel.cli.models import run_models
 
         return run_models(args)

@@ -100,6 +100,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_score(commands)
     _add_calibrate(commands)
     _add_models(commands)
+    _add_serve(commands)
     return parser
 
 
@@ -356,3 +357,27 @@ def _add_models(commands: argparse._SubParsersAction) -> None:
     )
     verify.add_argument("models", metavar="ID", nargs="*", help="model ids in the store, or bundle folders")
     verify.add_argument("--all", action="store_true", help="every bundle in the store")
+
+
+def _add_serve(commands: argparse._SubParsersAction) -> None:
+    serve = commands.add_parser(
+        "serve",
+        help="serve embeddings, similarity, rerank and scoring over HTTP (OpenAI and TEI compatible)",
+        description="Serve the --model's over HTTP: POST /v1/embeddings (OpenAI), /similarity and /rerank "
+        "(text-embeddings-inference), /v1/sas, /v1/reference-match; GET /v1/models, /health, /ready, "
+        "/metrics (pip install 'simkernel[serve]'). SIGTERM drains: every accepted request is answered.",
+    )
+    add, n = serve.add_argument, _positive_int
+    add("--model", metavar="ID", action="append", required=True, help="a model to serve (repeatable)")
+    add("--precision", choices=("fp32", "int8", "bf16"), default="fp32", help="default: fp32")
+    add("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1, this machine only)")
+    add("--port", type=_non_negative_int, default=8080, help="default: 8080; 0: a free port (printed)")
+    add("--api-key-file", metavar="F", help="require 'Authorization: Bearer KEY', KEY the first line of F "
+        "(default: $SIMKERNEL_API_KEY, else no key)")  # fmt: skip
+    add("--max-batch-tokens", type=n, metavar="N", help="tokens per shared forward pass (default 4096)")
+    add("--max-queue", type=n, metavar="N", help="calls that may wait for a pass, then 503 (default 1024)")
+    add("--max-request-bytes", type=n, metavar="N", default=4 << 20, help="then 413 (default 4 MiB)")
+    add("--max-inputs", type=n, metavar="N", default=2048, help="texts per request, then 413 (default 2048)")
+    add(
+        "--drain-timeout", type=_finite_float, metavar="S", default=30.0, help="SIGTERM's wait (default 30 s)"
+    )

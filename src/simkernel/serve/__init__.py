@@ -1,0 +1,36 @@
+"""``simkernel serve``: an HTTP server for embeddings, similarity, reranking and scoring.
+
+Existing clients talk to it unchanged: OpenAI's embeddings API (``POST /v1/embeddings``, the ``openai``
+client, eval_lib's "openai" provider), Hugging Face text-embeddings-inference's ``POST /similarity`` and
+``POST /rerank``, and simkernel's own ``POST /v1/sas`` and ``POST /v1/reference-match``; ``GET
+/v1/models``, ``/health``, ``/ready`` and ``/metrics`` (Prometheus) beside them.
+
+Why Starlette + uvicorn: the server needs routing, request and response objects and an ASGI server with
+graceful shutdown, nothing more. FastAPI is Starlette plus pydantic request models and OpenAPI
+generation; here every body is checked by hand anyway (so that each error names the field and the fix,
+in OpenAI's error shape, and no client input can cause a 500), so FastAPI would add imports and
+start-up time and no function. uvicorn stops accepting on SIGTERM and waits for the accepted requests
+(``timeout_graceful_shutdown``), which is the drain the server needs. Both come with the ``serve``
+extra and are imported only by this package, never by ``import simkernel``.
+
+Every request is served by the models loaded at start (``--model``): a request never loads a model,
+reads a path or downloads from a hub. Concurrent requests share forward passes through the model's
+batcher (``TextEncoder.aencode`` / ``CrossEncoder.apredict``); a full queue is a 503 with Retry-After.
+
+Modules: :mod:`~simkernel.serve.settings` (the command's settings, the API key), :mod:`~.models` (the
+served models), :mod:`~.errors` (the error contract), :mod:`~.bodies` (reading and checking bodies),
+:mod:`~.routes_openai`, :mod:`~.routes_tei`, :mod:`~.routes_eval` (the endpoints), :mod:`~.metrics`
+(Prometheus), :mod:`~.middleware` (key, counting, limits), :mod:`~.app` (the Starlette app) and
+:mod:`~.server` (uvicorn, signals, the drain).
+"""
+
+from __future__ import annotations
+
+__all__ = ["run_serve"]
+
+
+def run_serve(args) -> int:
+    """Run ``simkernel serve`` with the parsed command line ``args``; returns the exit status."""
+    from simkernel.serve.server import serve_command
+
+    return serve_command(args)

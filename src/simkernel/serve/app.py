@@ -1,0 +1,112 @@
+"""The Starlette application: routes, the error contract for every failure, and the app's state
+(settings, served models, metrics)."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from simkernel.serve import routes_eval, routes_openai, routes_tei
+from simkernel.serve.bodies import read_json
+from simkernel.serve.errors import ApiError, error_body
+from simkernel.serve.metrics import CONTENT_TYPE, ServerMetrics
+from simkernel.serve.middleware import ServeMiddleware
+from simkernel.serve.models import ServedModels
+from simkernel.serve.settings import ServeSettings
+
+
+class AppState:
+    def __init__(self, settings: ServeSettings, models: ServedModels) -> None:
+        self.settings = settings
+        self.models = models
+        self.metrics = ServerMetrics(models)
+        self.started = int(time.time())
+        self.ready = True
+
+
+def _error_response(exc: ApiError) -> Response:
+    return Response(
+        error_body(exc.status, exc.message, exc.code),
+        status_code=exc.status,
+        media_type="application/json",
+        headers=exc.headers,
+    )
+
+
+def _json(value: Any) -> Response:
+    return Response(json.dumps(value, separators=(",", ":")), media_type="application/json")
+
+
+def _post(state: AppState, handler):
+    """A POST endpoint: the body read under the limits, ``handler(state, body)``'s value as JSON (or
+    bytes already JSON), an :class:`ApiError` as its error answer."""
+
+    async def endpoint(request: Request) -> Response:
+        try:
+            body = await read_json(request, state.settings.max_request_bytes, state.settings.body_timeout_s)
+            value = await handler(state, body)
+        except ApiError as exc:
+            return _error_response(exc)
+        if isinstance(value, bytes):
+            return Response(value, media_type="application/json")
+        return _json(value)
+
+    return endpoint
+
+
+async def _embeddings(state: AppState, body: dict[str, Any]) -> bytes:
+    payload, tokens = await routes_openai.embeddings(state, body)
+    state.metrics.input_tokens.labels(body["model"]).inc(tokens)
+    return payload
+
+
+def build_app(settings: ServeSettings, models: ServedModels) -> ServeMiddleware:
+    """The ASGI application of ``simkernel serve`` (the middleware around the Starlette app)."""
+    state = AppState(settings, models)
+
+    async def list_models(request: Request) -> Response:
+        return _json(routes_openai.models_payload(state))
+
+    async def health(request: Request) -> Response:
+        return _json({"status": "ok"})
+
+    async def ready(request: Request) -> Response:
+        if not state.ready:
+            return _error_response(ApiError(503, "the models are not loaded yet; retry shortly", "not_ready"))
+        return _json({"status": "ready", "models": state.models.ids()})
+
+    async def metrics(request: Request) -> Response:
+        return Response(state.metrics.render(), media_type=CONTENT_TYPE)
+
+    async def http_error(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, HTTPException)
+        if exc.status_code == 404:
+            return _error_response(routes_openai.not_served_path(request.url.path))
+        if exc.status_code == 405:
+            message = f"{request.method} is not allowed on {request.url.path}; see the README's endpoints for the method of each path"
+            return _error_response(ApiError(405, message, "method_not_allowed"))
+        return _error_response(ApiError(exc.status_code, str(exc.detail), "http_error"))
+
+    routes = [
+        Route("/v1/embeddings", _post(state, _embeddings), methods=["POST"]),
+        Route("/similarity", _post(state, routes_tei.similarity), methods=["POST"]),
+        Route("/rerank", _post(state, routes_tei.rerank), methods=["POST"]),
+        Route("/v1/sas", _post(state, routes_eval.sas), methods=["POST"]),
+        Route("/v1/reference-match", _post(state, routes_eval.reference_match), methods=["POST"]),
+        Route("/v1/models", list_models, methods=["GET"]),
+        Route("/health", health, methods=["GET"]),
+        Route("/ready", ready, methods=["GET"]),
+        Route("/metrics", metrics, methods=["GET"]),
+    ]
+    app = Starlette(routes=routes, exception_handlers={HTTPException: http_error})
+    app.state.serve = state
+    middleware = ServeMiddleware(app, settings.api_key, state.metrics)
+    middleware.state = state  # type: ignore[attr-defined]
+    return middleware

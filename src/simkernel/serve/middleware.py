@@ -1,0 +1,83 @@
+"""The ASGI middleware in front of every route: the API key, request counting and metrics, and the
+last-resort 500 (a fault of the server, never of a client, in OpenAI's error shape).
+
+The key is compared with :func:`hmac.compare_digest` (no timing leak) and never logged or echoed.
+``/health`` and ``/ready`` need no key (probes). ``accepted`` and ``answered`` count the requests this
+server began and finished, for the drain report at shutdown.
+"""
+
+from __future__ import annotations
+
+import hmac
+import sys
+import time
+import traceback
+
+from simkernel.serve.errors import error_body
+
+OPEN_PATHS = ("/health", "/ready")
+
+
+class ServeMiddleware:
+    def __init__(self, app, api_key: str | None, metrics) -> None:
+        self.app = app
+        self._key = api_key.encode("utf-8") if api_key else None
+        self.metrics = metrics
+        self.accepted = 0
+        self.answered = 0
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        self.accepted += 1
+        start = time.perf_counter()
+        path = scope.get("path", "")
+        status = {"code": 500, "started": False}
+
+        async def tracked_send(message) -> None:
+            if message["type"] == "http.response.start":
+                status["code"] = message["status"]
+                status["started"] = True
+            await send(message)
+
+        try:
+            refusal = self._refusal(scope)
+            if refusal is not None:
+                await self._error(tracked_send, 401, refusal, "invalid_api_key")
+            else:
+                await self.app(scope, receive, tracked_send)
+        except Exception:  # a fault of the server: the client gets a 500 in the contract's shape
+            print("simkernel serve: internal error\n" + traceback.format_exc(), file=sys.stderr)
+            if not status["started"]:
+                await self._error(
+                    tracked_send,
+                    500,
+                    "the server failed while answering (a fault of the server, not of the request); retry, and report it if it persists",
+                    "internal_error",
+                )
+        finally:
+            self.answered += 1
+            self.metrics.observe(path, status["code"], time.perf_counter() - start)
+
+    def _refusal(self, scope) -> str | None:
+        if self._key is None or scope.get("path") in OPEN_PATHS:
+            return None
+        header = b""
+        for name, value in scope.get("headers", ()):
+            if name == b"authorization":
+                header = value
+                break
+        if not header:
+            return "this server needs an API key: send the header 'Authorization: Bearer <key>' (the operator's --api-key-file or SIMKERNEL_API_KEY)"
+        scheme, _, given = header.partition(b" ")
+        if scheme.lower() != b"bearer" or not hmac.compare_digest(given.strip(), self._key):
+            return "the API key is wrong: send the header 'Authorization: Bearer <key>' with the key this server was started with"
+        return None
+
+    @staticmethod
+    async def _error(send, status: int, message: str, code: str) -> None:
+        body = error_body(status, message, code)
+        headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+        await send({"type": "http.response.start", "status": status, "headers": headers})
+        await send({"type": "http.response.body", "body": body})

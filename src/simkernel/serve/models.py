@@ -1,0 +1,118 @@
+"""The served models: loaded once at start from the ``--model`` ids, never by a request.
+
+Each id is resolved (store, local folder, or the hub) and loaded when the server starts; a request names
+one of these ids (or none: the first served model of the kind the endpoint needs) and is answered by
+the instance loaded then. A bi-encoder serves embeddings, similarity, SAS and reference match; a
+cross-encoder serves rerank and SAS. The evaluators and the metric's provider share the loaded model
+(``get_text_encoder`` / ``get_cross_encoder``), so every endpoint's requests share its forward passes.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any
+
+from simkernel.serve.errors import ApiError
+from simkernel.serve.settings import ServeSettings
+
+
+@dataclass
+class ServedModel:
+    """One ``--model``: its id, kind (``"bi-encoder"`` or ``"cross-encoder"``), loaded runtime model
+    (TextEncoder / CrossEncoder), its SASEvaluator and (bi-encoders) its local embedding provider."""
+
+    id: str
+    kind: str
+    runtime: Any
+    sas: Any
+    provider: Any = None
+
+    @property
+    def batcher(self) -> Any:
+        return getattr(self.runtime, "_batcher", None)
+
+    def count_tokens(self, texts: list[str]) -> int:
+        """Tokens of ``texts`` as the model reads them (special tokens included, truncated)."""
+        return sum(len(encoding.ids) for encoding in self.runtime._tokenizer.encode(texts))
+
+
+class ServedModels:
+    """The models of this server, by id, in the order given."""
+
+    def __init__(self, models: list[ServedModel]) -> None:
+        self._models = {model.id: model for model in models}
+
+    def __iter__(self):
+        return iter(self._models.values())
+
+    def __len__(self) -> int:
+        return len(self._models)
+
+    def ids(self) -> list[str]:
+        return list(self._models)
+
+    def get(self, name: Any, kind: str | None, endpoint: str) -> ServedModel:
+        """The served model ``name`` (None: the first of ``kind``); 404 naming the served ones."""
+        kinds = (kind,) if kind else ("bi-encoder", "cross-encoder")
+        if name is None:
+            for model in self._models.values():
+                if model.kind in kinds:
+                    return model
+            raise ApiError(
+                404,
+                f"{endpoint} needs a {' or '.join(kinds)} model and this server serves none; served models: {self._described()}; start the server with --model ID of such a model",
+                "model_not_found",
+            )
+        if not isinstance(name, str):
+            raise ApiError(
+                422,
+                f"'model' must be a string naming a served model, got {type(name).__name__}; served models: {self._described()}",
+                "invalid_type",
+            )
+        found = self._models.get(name)
+        if found is None:
+            raise ApiError(
+                404,
+                f"the model {name[:200]!r} is not served here; served models: {self._described()}; pass one of them as 'model' (a request never loads a model: the operator starts the server with --model ID)",
+                "model_not_found",
+            )
+        if found.kind not in kinds:
+            raise ApiError(
+                404,
+                f"{endpoint} needs a {' or '.join(kinds)} model, and {name!r} is a {found.kind}; served models: {self._described()}",
+                "model_not_found",
+            )
+        return found
+
+    def _described(self) -> str:
+        return ", ".join(f"{m.id} ({m.kind})" for m in self._models.values())
+
+
+def load_models(settings: ServeSettings) -> ServedModels:
+    """Load every ``--model`` (the batching settings go to the environment first, so the evaluators'
+    and the metric provider's shared instances are the very models loaded here)."""
+    from simkernel.components.evaluators import SASEvaluator
+    from simkernel.metrics.embedding_providers import LocalEmbeddingProvider
+    from simkernel.runtime import get_cross_encoder, get_text_encoder
+    from simkernel.runtime.acquisition.resolve import resolve_model
+    from simkernel.runtime.inference.config import read_model_config
+
+    if settings.max_batch_tokens is not None:
+        os.environ["SIMKERNEL_MAX_BATCH_TOKENS"] = str(settings.max_batch_tokens)
+    if settings.max_queue is not None:
+        os.environ["SIMKERNEL_MAX_QUEUE"] = str(settings.max_queue)
+    loaded = []
+    for model_id in settings.models:
+        kind = read_model_config(resolve_model(model_id, precision=settings.precision)).kind
+        sas = SASEvaluator(model=model_id, precision=settings.precision, token=None)
+        sas.warm_up()
+        provider = None
+        if kind == "cross-encoder":
+            runtime = get_cross_encoder(model_id, precision=settings.precision)
+        else:
+            runtime = get_text_encoder(model_id, precision=settings.precision)
+            provider = LocalEmbeddingProvider(model_id, precision=settings.precision)
+            provider._encoder = runtime  # the metric's provider embeds with the very model loaded here
+        loaded.append(ServedModel(model_id, kind, runtime, sas, provider))
+    return ServedModels(loaded)

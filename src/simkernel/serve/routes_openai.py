@@ -1,0 +1,128 @@
+"""OpenAI's embeddings API: ``POST /v1/embeddings`` and ``GET /v1/models``.
+
+The body is OpenAI's: ``input`` (a string or an array of strings; token-id arrays are refused with 422,
+this server embeds text), ``model`` (a served id), ``encoding_format`` (``"float"``, the default, or
+``"base64"``: the little-endian float32 bytes, as OpenAI sends them), ``dimensions`` (only the model's
+own) and ``user`` (ignored). The response is OpenAI's, with ``usage.prompt_tokens`` and
+``usage.total_tokens`` counted by the model's tokenizer. Float embeddings are the float32 values
+written as JSON numbers that parse back to the same float32 bits.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from typing import Any
+
+import numpy as np
+
+from simkernel.serve import bodies
+from simkernel.serve.errors import ApiError, invalid, model_call
+
+INLINE_TEXTS = 64  # a request with more texts has its tokens counted and its JSON written in a worker
+
+
+def _is_token_ids(value: Any) -> bool:
+    if isinstance(value, list) and value:
+        first = value[0]
+        return (isinstance(first, int) and not isinstance(first, bool)) or isinstance(first, list)
+    return False
+
+
+def embedding_inputs(body: dict[str, Any], max_inputs: int) -> list[str]:
+    raw = bodies.required(body, "input", "POST /v1/embeddings")
+    if isinstance(raw, str):
+        return [bodies.text(raw, "input")]
+    if _is_token_ids(raw):
+        raise invalid(
+            "'input' holds token ids (an array of integers); this server embeds text only: send the text itself as a string or an array of strings",
+            "token_ids_not_supported",
+        )
+    return bodies.texts(raw, "input", max_inputs)
+
+
+def encoding_format(body: dict[str, Any]) -> str:
+    value = body.get("encoding_format", "float")
+    if value is None:
+        return "float"
+    if value not in ("float", "base64"):
+        raise invalid(
+            f'\'encoding_format\' must be "float" or "base64", got {str(value)[:60]!r}', "invalid_value"
+        )
+    return value
+
+
+def check_dimensions(body: dict[str, Any], dim: int) -> None:
+    value = body.get("dimensions")
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise invalid(f"'dimensions' must be an integer, got {str(value)[:60]}", "invalid_type")
+    if value != dim:
+        raise invalid(
+            f"'dimensions' is {value}, but this model's embeddings have {dim} dimensions and are not shortened; leave 'dimensions' out or pass {dim}",
+            "invalid_value",
+        )
+
+
+def embeddings_payload(vectors: np.ndarray, model: str, fmt: str, tokens: int) -> bytes:
+    """OpenAI's response body for float32 ``vectors``."""
+    if fmt == "base64":
+        rows = vectors.astype("<f4", copy=False)
+        data = [base64.b64encode(row.tobytes()).decode("ascii") for row in rows]
+    else:
+        data = vectors.astype(np.float64).tolist()  # each float32 value exactly, as a JSON number
+    payload = {
+        "object": "list",
+        "data": [{"object": "embedding", "index": i, "embedding": row} for i, row in enumerate(data)],
+        "model": model,
+        "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
+    }
+    return json.dumps(payload, separators=(",", ":")).encode("utf-8")
+
+
+async def embeddings(app_state, body: dict[str, Any]) -> tuple[bytes, int]:
+    """(response body, prompt tokens) of one embeddings request."""
+    from simkernel.runtime.inference.threads import run_blocking
+
+    settings = app_state.settings
+    texts = embedding_inputs(body, settings.max_inputs)
+    fmt = encoding_format(body)
+    model = app_state.models.get(
+        bodies.required(body, "model", "POST /v1/embeddings"), "bi-encoder", "POST /v1/embeddings"
+    )
+    if "user" in body and not isinstance(body["user"], str):
+        raise invalid("'user' must be a string (it is ignored here)", "invalid_type")
+    check_dimensions(body, model.runtime.dim)
+    vectors = await model_call(model.runtime.aencode(texts))
+    if len(texts) > INLINE_TEXTS:
+        tokens = await run_blocking(model.count_tokens, texts)
+        payload = await run_blocking(embeddings_payload, vectors, model.id, fmt, tokens)
+    else:
+        tokens = model.count_tokens(texts)
+        payload = embeddings_payload(vectors, model.id, fmt, tokens)
+    return payload, tokens
+
+
+def models_payload(app_state) -> dict[str, Any]:
+    return {
+        "object": "list",
+        "data": [
+            {
+                "id": m.id,
+                "object": "model",
+                "created": app_state.started,
+                "owned_by": "simkernel",
+                "kind": m.kind,
+            }
+            for m in app_state.models
+        ],
+    }
+
+
+def not_served_path(path: str) -> ApiError:
+    return ApiError(
+        404,
+        f"there is no endpoint {path[:200]!r}; this server has POST /v1/embeddings, /similarity, /rerank, /v1/sas, /v1/reference-match and GET /v1/models, /health, /ready, /metrics",
+        "not_found",
+    )
