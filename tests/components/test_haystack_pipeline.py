@@ -170,7 +170,9 @@ def test_pipeline_run_async_uses_run_async(minilm):
     result = asyncio.run(pipe.run_async(pipeline_inputs(["sas", "em", "haystack_em"])))
     assert len(calls) == 1
     sync = SASEvaluator(model=minilm).run(GROUND_TRUTHS, PREDICTIONS)
-    np.testing.assert_allclose(result["sas"]["individual_scores"], sync["individual_scores"], atol=1e-7)
+    assert result["sas"]["individual_scores"] == sync["individual_scores"]  # run_async: run's bits
+    assert pipe.get_component("em").__haystack_supports_async__ is True
+    assert result["em"] == AnswerExactMatchEvaluator().run(GROUND_TRUTHS, PREDICTIONS)
 
 
 def test_component_cannot_join_two_pipelines():
