@@ -16,6 +16,7 @@ EXTRAS = {
     "test": "pytest, sentence-transformers, scipy",
     "haystack": "haystack-ai",
     "langchain": "langchain-core",
+    "llamaindex": "llama-index-core",
     "openvino": "openvino (precision='bf16')",
     "bench": "simsimd and the benchmark peers",
     "parquet": "pyarrow",

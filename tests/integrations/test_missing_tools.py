@@ -9,6 +9,7 @@ import pytest
 
 ADAPTERS = [
     ("simkernel.integrations.langchain", "langchain_core", "langchain"),
+    ("simkernel.integrations.llama_index", "llama_index", "llamaindex"),
 ]
 
 CODE = """

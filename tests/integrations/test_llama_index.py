@@ -1,0 +1,99 @@
+"""SimkernelEmbedding against llama-index-core's BaseEmbedding interface and sentence-transformers' numbers,
+inside a real VectorStoreIndex."""
+
+from __future__ import annotations
+
+import asyncio
+
+import numpy as np
+import pytest
+from llama_index.core.embeddings import BaseEmbedding
+from loop_probe import distinct_texts, run_with_ticker
+
+from simkernel.integrations.llama_index import SimkernelEmbedding
+
+ATOL = 1e-5
+
+
+@pytest.fixture(scope="module")
+def embedding(minilm):
+    return SimkernelEmbedding(model=minilm, threads=2)
+
+
+def test_is_a_llama_index_embedding(embedding, minilm):
+    assert isinstance(embedding, BaseEmbedding)
+    assert SimkernelEmbedding.class_name() == "SimkernelEmbedding"
+    assert embedding.model_name == minilm
+
+
+def test_public_methods_match_sentence_transformers(embedding, st_model, texts):
+    batch = embedding.get_text_embedding_batch(texts)
+    np.testing.assert_allclose(np.array(batch), st_model.encode(texts), atol=ATOL)
+    np.testing.assert_allclose(embedding.get_text_embedding(texts[1]), st_model.encode(texts[1]), atol=ATOL)
+    query = "Which city is the capital of France?"
+    np.testing.assert_allclose(embedding.get_query_embedding(query), st_model.encode(query), atol=ATOL)
+
+
+def test_async_methods_equal_the_sync_ones(embedding, texts):
+    async def main():
+        return (
+            await embedding.aget_text_embedding_batch(texts),
+            await embedding.aget_query_embedding(texts[0]),
+            await embedding.aget_text_embedding(texts[2]),
+        )
+
+    batch, query, text = asyncio.run(main())
+    assert batch == embedding.get_text_embedding_batch(texts)
+    assert query == embedding.get_query_embedding(texts[0])
+    assert text == embedding.get_text_embedding(texts[2])
+
+
+def test_one_encoder_call_per_list(embedding, monkeypatch):
+    calls = []
+    encode = embedding.encoder.encode
+    monkeypatch.setattr(embedding.encoder, "encode", lambda t, **kw: calls.append(len(t)) or encode(t, **kw))
+    embedding.get_text_embedding_batch(distinct_texts(300))
+    assert calls == [300]  # LlamaIndex's default chunking (10 a call) would have made 30
+
+
+def test_async_batch_does_not_block_the_event_loop(minilm):
+    embedding = SimkernelEmbedding(model=minilm, threads=2)
+    vectors, worst_gap, elapsed = asyncio.run(
+        run_with_ticker(embedding.aget_text_embedding_batch(distinct_texts(600)))
+    )
+    assert len(vectors) == 600
+    assert elapsed > 0.3 and worst_gap < 0.1, (elapsed, worst_gap)
+
+
+def test_vector_store_index_retrieves_the_right_node(embedding, st_model):
+    from llama_index.core import VectorStoreIndex
+    from llama_index.core.schema import TextNode
+
+    facts = [
+        "Paris is the capital of France.",
+        "Photosynthesis happens in chloroplasts.",
+        "Mount Everest is in Nepal.",
+    ]
+    index = VectorStoreIndex(
+        [TextNode(text=t, id_=str(i)) for i, t in enumerate(facts)], embed_model=embedding
+    )
+    hits = index.as_retriever(similarity_top_k=1).retrieve("Where do plants turn light into energy?")
+    assert [h.node.get_content() for h in hits] == [facts[1]]
+    query = st_model.encode("Where do plants turn light into energy?")
+    expected = float(st_model.similarity(query, st_model.encode(facts[1]))[0, 0])
+    assert abs(hits[0].score - expected) < ATOL
+
+
+def test_serialises_and_rebuilds(embedding):
+    data = embedding.to_dict()
+    assert data["class_name"] == "SimkernelEmbedding" and data["precision"] == "fp32"
+    again = SimkernelEmbedding.from_dict(data)
+    assert again.model_name == embedding.model_name and again.embed_batch_size == 2048
+    assert again.get_text_embedding("same") == embedding.get_text_embedding("same")
+
+
+def test_bad_settings_are_refused_at_construction():
+    with pytest.raises(ValueError, match="precision"):
+        SimkernelEmbedding(precision="fp16")
+    with pytest.raises(ValueError, match="threads"):
+        SimkernelEmbedding(threads=-1)
