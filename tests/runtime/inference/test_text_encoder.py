@@ -204,8 +204,10 @@ def test_non_str_items_name_the_index(encoder, bad, index, type_name):
 
 
 def test_bad_arguments(encoder):
-    with pytest.raises(TypeError, match="single str"):
-        encoder.encode("a bare string")
+    # a bare string is one text, as in SentenceTransformer.encode: one 1-D vector; bytes are refused
+    np.testing.assert_array_equal(encoder.encode("a bare string"), encoder.encode(["a bare string"])[0])
+    with pytest.raises(TypeError, match="single bytes"):
+        encoder.encode(b"a bare string")
     with pytest.raises(TypeError):
         encoder.encode(None)
     with pytest.raises(ValueError, match="batch_size"):

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import Literal, overload
 
 import numpy as np
 
@@ -18,6 +20,7 @@ from simkernel.runtime.inference.cache_settings import resolve_cache_dir
 from simkernel.runtime.inference.config import ModelConfig, read_model_config
 from simkernel.runtime.inference.disk_cache import DiskEmbeddingCache
 from simkernel.runtime.inference.embedding_cache import EmbeddingCache
+from simkernel.runtime.inference.encode_options import cosine_matrix, finish, prepare
 from simkernel.runtime.inference.inputs import check_batch_size, check_texts
 from simkernel.runtime.inference.pooling import l2_normalize, pool
 from simkernel.runtime.inference.session import TOKEN_EMBEDDING_OUTPUTS
@@ -175,45 +178,135 @@ class BundleTextEncoder:
             f"max_seq_length={self.max_seq_length}, path={str(self.model_path)!r})"
         )
 
-    def encode(self, texts: Iterable[str], batch_size: int = 32, normalize: bool = True) -> np.ndarray:
+    @overload
+    def encode(
+        self,
+        texts: str | Iterable[str],
+        batch_size: int = ...,
+        normalize: bool | None = ...,
+        *,
+        show_progress_bar: bool | None = ...,
+        convert_to_numpy: Literal[False],
+        convert_to_tensor: bool = ...,
+        normalize_embeddings: bool | None = ...,
+    ) -> list[np.ndarray]: ...
+    @overload
+    def encode(
+        self,
+        texts: str | Iterable[str],
+        batch_size: int = ...,
+        normalize: bool | None = ...,
+        *,
+        show_progress_bar: bool | None = ...,
+        convert_to_numpy: Literal[True] = ...,
+        convert_to_tensor: bool = ...,
+        normalize_embeddings: bool | None = ...,
+    ) -> np.ndarray: ...
+    def encode(
+        self,
+        texts: str | Iterable[str],
+        batch_size: int = 32,
+        normalize: bool | None = None,
+        *,
+        show_progress_bar: bool | None = None,
+        convert_to_numpy: bool = True,
+        convert_to_tensor: bool = False,
+        normalize_embeddings: bool | None = None,
+    ) -> np.ndarray | list[np.ndarray]:
         """Embeddings of ``texts``, float32 (n, dim), in the input order.
 
         Identical texts are embedded once per call (and served from the cache across calls); the
-        texts are batched by token length (less padding) and the order restored. ``normalize=True``
-        L2-normalises the rows (``x / max(||x||, 1e-12)``); ``False`` returns what the model's
+        texts are batched by token length (less padding) and the order restored. ``normalize=True`` (the
+        default) L2-normalises the rows (``x / max(||x||, 1e-12)``); ``False`` returns what the model's
         sentence-transformers pipeline gives (already unit-length when it has a Normalize module).
-        """
-        plan = self._plan(texts, batch_size)
-        if plan is None:
-            return np.empty((0, self.dim), dtype=np.float32)
-        fresh = self._embed(plan.missing_texts, batch_size) if plan.missing else None
-        return self._assemble(plan, fresh, normalize)
 
-    async def aencode(self, texts: Iterable[str], batch_size: int = 32, normalize: bool = True) -> np.ndarray:
-        """:meth:`encode` for asyncio code: the same rows, bit for bit, awaited without blocking the event
-        loop. With batching on, the texts join the model's queue and share a forward pass with the other
-        callers; a cancelled task's texts that have not gone into a pass are dropped. Large calls (or a
-        disk cache) are checked, looked up and tokenized in a worker thread."""
+        ``SentenceTransformer.encode``'s arguments work as there (:mod:`.encode_options`): a single string
+        gives one 1-D vector, ``convert_to_numpy=False`` a list of 1-D arrays, ``normalize_embeddings`` is
+        ``normalize`` (given alone, it wins over the default), ``show_progress_bar=True`` prints one line on
+        stderr, ``convert_to_tensor=True`` raises ValueError (no torch).
+        """
+        started = time.perf_counter()
+        items, single, unit = prepare(
+            texts, normalize, normalize_embeddings, convert_to_numpy, convert_to_tensor
+        )
+        plan = self._plan(items, batch_size)
+        if plan is None:
+            out = np.empty((0, self.dim), dtype=np.float32)
+        else:
+            fresh = self._embed(plan.missing_texts, batch_size) if plan.missing else None
+            out = self._assemble(plan, fresh, unit)
+        return finish(out, single, convert_to_numpy, show_progress_bar, batch_size, started)
+
+    @overload
+    async def aencode(
+        self,
+        texts: str | Iterable[str],
+        batch_size: int = ...,
+        normalize: bool | None = ...,
+        *,
+        show_progress_bar: bool | None = ...,
+        convert_to_numpy: Literal[False],
+        convert_to_tensor: bool = ...,
+        normalize_embeddings: bool | None = ...,
+    ) -> list[np.ndarray]: ...
+    @overload
+    async def aencode(
+        self,
+        texts: str | Iterable[str],
+        batch_size: int = ...,
+        normalize: bool | None = ...,
+        *,
+        show_progress_bar: bool | None = ...,
+        convert_to_numpy: Literal[True] = ...,
+        convert_to_tensor: bool = ...,
+        normalize_embeddings: bool | None = ...,
+    ) -> np.ndarray: ...
+    async def aencode(
+        self,
+        texts: str | Iterable[str],
+        batch_size: int = 32,
+        normalize: bool | None = None,
+        *,
+        show_progress_bar: bool | None = None,
+        convert_to_numpy: bool = True,
+        convert_to_tensor: bool = False,
+        normalize_embeddings: bool | None = None,
+    ) -> np.ndarray | list[np.ndarray]:
+        """:meth:`encode` for asyncio code (the same arguments): the same rows, bit for bit, awaited without
+        blocking the event loop. With batching on, the texts join the model's queue and share a forward pass
+        with the other callers; a cancelled task's texts that have not gone into a pass are dropped. Large
+        calls (or a disk cache) are checked, looked up and tokenized in a worker thread."""
         from simkernel.runtime.inference.batcher import run_async
         from simkernel.runtime.inference.threads import run_blocking
 
+        started = time.perf_counter()
+        texts, single, unit = prepare(
+            texts, normalize, normalize_embeddings, convert_to_numpy, convert_to_tensor
+        )
         items = check_texts(texts)
         if self._runtime is None or len(items) > INLINE_TEXTS or self.disk_cache is not None:
             plan = await run_blocking(self._plan, items, batch_size)
         else:
             plan = self._plan(items, batch_size)
         if plan is None:
-            return np.empty((0, self.dim), dtype=np.float32)
-        fresh = None
-        if plan.missing:
-            if self._batcher is None:
-                fresh = await run_blocking(self._embed, plan.missing_texts, batch_size)
-            elif len(plan.missing) > INLINE_TEXTS:  # tokenized in a worker, beside the passes
-                encodings = await run_blocking(self._tokenizer.encode, plan.missing_texts)
-                fresh = await run_async(self._batcher, plan.missing_texts, batch_size, encodings)
-            else:  # tokenized by the thread that runs the passes
-                fresh = await run_async(self._batcher, plan.missing_texts, batch_size)
-        return self._assemble(plan, fresh, normalize)
+            out = np.empty((0, self.dim), dtype=np.float32)
+        else:
+            fresh = None
+            if plan.missing:
+                if self._batcher is None:
+                    fresh = await run_blocking(self._embed, plan.missing_texts, batch_size)
+                elif len(plan.missing) > INLINE_TEXTS:  # tokenized in a worker, beside the passes
+                    encodings = await run_blocking(self._tokenizer.encode, plan.missing_texts)
+                    fresh = await run_async(self._batcher, plan.missing_texts, batch_size, encodings)
+                else:  # tokenized by the thread that runs the passes
+                    fresh = await run_async(self._batcher, plan.missing_texts, batch_size)
+            out = self._assemble(plan, fresh, unit)
+        return finish(out, single, convert_to_numpy, show_progress_bar, batch_size, started)
+
+    def similarity(self, a: Sequence | np.ndarray, b: Sequence | np.ndarray) -> np.ndarray:
+        """Cosine similarity matrix of two sets of embeddings, float32 (len(a), len(b)):
+        ``SentenceTransformer.similarity`` with its default cosine (a numpy array, not a tensor)."""
+        return cosine_matrix(a, b)
 
     def _plan(self, texts: Iterable[str], batch_size: int) -> _EncodePlan | None:
         """The distinct texts of a call and which of them the caches hold (None for no texts)."""
