@@ -1,0 +1,96 @@
+"""A real ``simkernel serve`` in a subprocess on a free loopback port (``--port 0``; the server prints
+the port it got), stopped by the fixture that started it."""
+
+from __future__ import annotations
+
+import os
+import queue
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+CROSS_MODEL = "simkernel-test/minilm-l6-cross-encoder"
+API_KEY = "test-key-0123456789abcdef"
+START_TIMEOUT_S = 120.0
+PROXY_VARS = ("http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY")
+
+
+def loopback_env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in PROXY_VARS and k != "SIMKERNEL_API_KEY"}
+    env["NO_PROXY"] = "127.0.0.1,localhost"
+    env.update(extra)
+    return env
+
+
+class ServerProcess:
+    """``python -m simkernel serve ARGS --port 0``; ``url``, ``port``, ``pid``; :meth:`stop` sends
+    SIGTERM and returns (exit status, stderr)."""
+
+    def __init__(self, *args: str, env: dict[str, str] | None = None) -> None:
+        self._stderr = tempfile.TemporaryFile()
+        command = [sys.executable, "-m", "simkernel", "serve", "--port", "0", *args]
+        self.process = subprocess.Popen(
+            command, stdout=subprocess.PIPE, stderr=self._stderr, env=env or loopback_env(), text=True
+        )
+        self.pid = self.process.pid
+        lines: queue.Queue[str] = queue.Queue()
+        threading.Thread(target=self._pump, args=(lines,), daemon=True).start()
+        deadline = time.monotonic() + START_TIMEOUT_S
+        line = ""
+        while "listening on" not in line:
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                self.process.kill()
+                self.process.wait()
+                raise AssertionError(
+                    f"the server did not start (status {self.process.returncode}): {self.stderr()}"
+                )
+            try:
+                line = lines.get(timeout=0.2)
+            except queue.Empty:
+                continue
+        self.url = line.split("listening on ", 1)[1].split()[0]
+        self.port = int(self.url.rsplit(":", 1)[1])
+        self.banner = line
+
+    def _pump(self, lines: queue.Queue) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            lines.put(line)
+
+    def stderr(self) -> str:
+        self._stderr.seek(0)
+        return self._stderr.read().decode("utf-8", errors="replace")
+
+    def alive(self) -> bool:
+        return self.process.poll() is None
+
+    def signal(self, sig: int = signal.SIGTERM) -> None:
+        self.process.send_signal(sig)
+
+    def wait(self, timeout: float = 60.0) -> int:
+        try:
+            return self.process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+            raise AssertionError(f"the server did not exit within {timeout} s of SIGTERM") from None
+
+    def stop(self, timeout: float = 60.0) -> tuple[int, str]:
+        if self.alive():
+            self.signal(signal.SIGTERM)
+        status = self.wait(timeout)
+        return status, self.stderr()
+
+    def rss_kb(self) -> int:
+        for line in Path(f"/proc/{self.pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+        raise AssertionError("no VmRSS in /proc status")
+
+    def fds(self) -> int:
+        return len(os.listdir(f"/proc/{self.pid}/fd"))
