@@ -338,3 +338,25 @@ def test_settings_are_checked_and_the_environment_turns_batching_off(default_bun
     monkeypatch.setenv("SIMKERNEL_BATCHING", "maybe")
     with pytest.raises(ValueError, match="SIMKERNEL_BATCHING='maybe' is not a switch"):
         TextEncoder(default_bundle)
+
+
+def test_a_fault_of_the_pass_thread_strands_no_caller(fresh, sas_texts):
+    """Should the pass thread itself fail (a fault of the batcher, not of the model), the calls waiting in
+    the queue get that error instead of waiting forever, and the next call runs normally."""
+    encoder = fresh()
+    recorder = PassRecorder(encoder, gate=True)
+    holder = threading.Thread(target=encoder.encode, args=(["holds the model"],))
+    holder.start()
+    assert recorder.first_started.wait(WAIT)
+    threads, results, errors = in_threads(encoder.encode, [([sas_texts[900]],), ([sas_texts[901]],)])
+    recorder.wait_queued(2)
+
+    def broken_take():
+        raise RuntimeError("the batcher broke (raised by the test)")
+
+    encoder._batcher._take = broken_take  # the holder took its pass already: only the pass thread calls it
+    recorder.gate.set()
+    join_all([holder, *threads])
+    assert set(errors) == {0, 1} and all("raised by the test" in str(e) for e in errors.values())
+    del encoder._batcher._take
+    assert encoder.encode([sas_texts[902]]).shape == (1, 384)

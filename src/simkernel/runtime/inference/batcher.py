@@ -1,7 +1,7 @@
 """Shared forward passes for the concurrent callers of one loaded model (dynamic batching).
 
-A :class:`PassBatcher` stands in front of a model's forward passes. Each call hands it its distinct,
-already tokenized inputs; while a pass runs, the inputs of other calls wait in a FIFO queue and go into
+A :class:`PassBatcher` stands in front of a model's forward passes. Each call hands it its distinct
+inputs; while a pass runs, the inputs of other calls wait in a FIFO queue and go into
 the next pass together, up to ``max_batch_tokens`` tokens per pass. There is no timer: a caller that
 finds the model idle runs the pass itself, in its own thread (a lone caller never waits for company, so
 its latency is that of a direct call); when its own inputs are done, it leaves what queued meanwhile to
@@ -13,9 +13,9 @@ Guarantees:
 - **Same bits.** A pass is split into batches of ONE token length each
   (:func:`~simkernel.runtime.inference.tokenizer.length_sorted_batches`), so a row's result never depends
   on the other inputs of its pass: an input gives the same bits alone or in a shared pass.
-- **Errors stay with their call.** Inputs are checked and tokenized in the caller's thread before they
-  are queued, so bad input fails that call only, with the encoder's usual error. An error of the model
-  itself fails every call of that pass.
+- **Errors stay with their call.** Inputs are checked in the caller's thread before they are queued (and
+  tokenized there, or by the pass thread for an asyncio caller), so bad input fails that call only, with
+  the encoder's usual error. An error of the model itself fails every call of that pass.
 - **Fair.** A call is queued as its inputs sorted by token length; a pass takes inputs from the queued
   calls in arrival order until ``max_batch_tokens`` is reached. A call that did not fit whole queues
   again with the rest of its inputs when its pass is done, behind the calls that came meanwhile, so a
@@ -49,8 +49,8 @@ from simkernel.errors import QueueFullError
 from simkernel.runtime.inference.batch_call import QueuedCall
 from simkernel.runtime.inference.batch_settings import batch_settings, batching_default
 
-# run_pass(encodings, batch_size) -> float32 array (len(encodings), width), rows in the order given
 GATHER_SECONDS = 0.002  # the pass thread waits this long at most for the last pass's callers to come back
+# run_pass(encodings, batch_size) -> float32 array (len(encodings), width), rows in the order given
 RunPass = Callable[[Sequence[Any], int], np.ndarray]
 
 
@@ -224,9 +224,14 @@ class PassBatcher:
                 ready = self._execute(work) if work else []
                 last = len(ready)
                 self._signal(ready)
-        except BaseException:
+        except BaseException as exc:  # a fault of the batcher itself: no queued caller may wait forever
             with self._lock:
+                stranded = list(self._queue)
+                self._queue.clear()
+                for call in stranded:
+                    call.error, call.done = exc, True
                 self._busy = False
+            self._signal(stranded)
             raise
 
     def _gathered(self, calls: int) -> bool:
