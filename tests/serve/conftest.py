@@ -41,3 +41,12 @@ def library():
 @pytest.fixture
 def env():
     return loopback_env()
+
+
+@pytest.fixture(scope="module")
+def server_and_client(server):
+    """A module-wide client (hypothesis runs many examples in one test function)."""
+    with httpx.Client(
+        base_url=server.url, headers={"Authorization": f"Bearer {API_KEY}"}, trust_env=False, timeout=60
+    ) as http:
+        yield server, http
