@@ -378,6 +378,6 @@ def _add_serve(commands: argparse._SubParsersAction) -> None:
     add("--max-queue", type=n, metavar="N", help="calls that may wait for a pass, then 503 (default 1024)")
     add("--max-request-bytes", type=n, metavar="N", default=4 << 20, help="then 413 (default 4 MiB)")
     add("--max-inputs", type=n, metavar="N", default=2048, help="texts per request, then 413 (default 2048)")
-    add(
-        "--drain-timeout", type=_finite_float, metavar="S", default=30.0, help="SIGTERM's wait (default 30 s)"
-    )
+    seconds = {"type": _finite_float, "metavar": "S", "default": 30.0}
+    add("--body-timeout", **seconds, help="a body slower than S seconds: 408 (default 30)")
+    add("--drain-timeout", **seconds, help="SIGTERM waits S seconds for accepted requests (default 30)")

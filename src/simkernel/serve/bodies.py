@@ -49,12 +49,19 @@ async def read_json(request, max_bytes: int, timeout_s: float) -> dict[str, Any]
 
 
 async def _read_limited(request, max_bytes: int) -> bytes:
+    from starlette.requests import ClientDisconnect
+
     chunks, size = [], 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > max_bytes:
-            raise _too_large(size, max_bytes)
-        chunks.append(chunk)
+    try:
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > max_bytes:
+                raise _too_large(size, max_bytes)
+            chunks.append(chunk)
+    except ClientDisconnect:  # nobody reads the answer; 499 (nginx's "client closed request") in the metrics
+        raise ApiError(
+            499, "the client disconnected before its request body was complete", "client_disconnected"
+        ) from None
     return b"".join(chunks)
 
 

@@ -18,6 +18,7 @@ TYPES = {
     408: "invalid_request_error",
     413: "invalid_request_error",
     422: "invalid_request_error",
+    499: "invalid_request_error",
     503: "server_overloaded",
     500: "server_error",
 }

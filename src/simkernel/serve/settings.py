@@ -56,6 +56,9 @@ def read_api_key(path: str | None) -> str | None:
 def settings_from_args(args) -> ServeSettings:
     """:class:`ServeSettings` from the parsed ``simkernel serve`` arguments."""
     models = tuple(dict.fromkeys(args.model))  # given order, each once
+    for name, value in (("--body-timeout", args.body_timeout), ("--drain-timeout", args.drain_timeout)):
+        if value <= 0:
+            raise ServeSettingsError(f"{name} must be a positive number of seconds, got {value:g}")
     return ServeSettings(
         models=models,
         precision=args.precision,
@@ -67,4 +70,5 @@ def settings_from_args(args) -> ServeSettings:
         max_request_bytes=args.max_request_bytes,
         max_inputs=args.max_inputs,
         drain_timeout_s=args.drain_timeout,
+        body_timeout_s=args.body_timeout,
     )

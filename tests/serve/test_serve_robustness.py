@@ -1,0 +1,137 @@
+"""Clients that misbehave: slow senders, bodies that stall, clients that disconnect mid-request,
+bodies far past the limit. The server answers the others meanwhile, frees what the bad ones held, and
+never prints an internal error."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+
+import httpx
+import pytest
+from serve_support import DEFAULT_MODEL, ServerProcess
+
+
+@pytest.fixture(scope="module")
+def plain():
+    """A server with no key, a 2 s body timeout and a 64 KiB body limit."""
+    process = ServerProcess("--model", DEFAULT_MODEL, "--body-timeout", "2", "--max-request-bytes", "65536")
+    try:
+        yield process
+    finally:
+        status, stderr = process.stop()
+        assert "internal error" not in stderr, stderr
+        assert status == 0, stderr
+
+
+def raw_request(
+    port: int, body: bytes, content_length: int | None = None, path: str = "/v1/embeddings"
+) -> bytes:
+    length = len(body) if content_length is None else content_length
+    head = f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: {length}\r\n\r\n"
+    return head.encode() + body
+
+
+def read_response(sock: socket.socket, timeout: float = 30.0) -> bytes:
+    """The whole response: its head, then the Content-Length bytes of its body."""
+    sock.settimeout(timeout)
+    data = b""
+    while b"\r\n\r\n" not in data or len(data) < _expected_size(data):
+        chunk = sock.recv(65536)
+        if not chunk:
+            break
+        data += chunk
+    return data
+
+
+def _expected_size(data: bytes) -> int:
+    head, _, _ = data.partition(b"\r\n\r\n")
+    for line in head.split(b"\r\n"):
+        if line.lower().startswith(b"content-length:"):
+            return len(head) + 4 + int(line.split(b":")[1])
+    return 0
+
+
+def test_a_slow_sender_is_answered_and_does_not_hold_up_others(plain):
+    body = b'{"model": "%s", "input": ["sent one byte at a time"]}' % DEFAULT_MODEL.encode()
+    request = raw_request(plain.port, body)
+    result: dict[str, bytes] = {}
+
+    def slow() -> None:
+        with socket.create_connection(("127.0.0.1", plain.port)) as sock:
+            for i in range(0, len(request), 4):
+                sock.sendall(request[i : i + 4])
+                time.sleep(0.03)  # ~1 s for the whole request, under the 2 s body timeout
+            result["slow"] = read_response(sock)
+
+    thread = threading.Thread(target=slow)
+    thread.start()
+    with httpx.Client(base_url=plain.url, trust_env=False) as http:
+        started = time.monotonic()
+        for _ in range(10):
+            assert (
+                http.post("/v1/embeddings", json={"model": DEFAULT_MODEL, "input": "fast"}).status_code == 200
+            )
+        fast_s = time.monotonic() - started
+    thread.join(30)
+    assert not thread.is_alive()
+    assert result["slow"].startswith(b"HTTP/1.1 200"), result["slow"][:200]
+    assert fast_s < 1.0, f"10 fast requests took {fast_s:.2f} s beside a slow sender"
+
+
+def test_a_stalled_body_is_408_after_the_body_timeout(plain):
+    with socket.create_connection(("127.0.0.1", plain.port)) as sock:
+        sock.sendall(raw_request(plain.port, b'{"model": ', content_length=200))
+        started = time.monotonic()
+        answer = read_response(sock, timeout=20)
+        waited = time.monotonic() - started
+    assert answer.startswith(b"HTTP/1.1 408"), answer[:300]
+    assert b"request_timeout" in answer
+    assert 1.5 < waited < 10, waited
+
+
+def test_a_declared_huge_body_is_refused_before_it_is_sent(plain):
+    with socket.create_connection(("127.0.0.1", plain.port)) as sock:
+        sock.sendall(raw_request(plain.port, b"", content_length=10**10))
+        answer = read_response(sock, timeout=10)
+    assert answer.startswith(b"HTTP/1.1 413"), answer[:300]
+
+
+def test_a_streamed_body_past_the_limit_is_413_without_reading_it_all(plain):
+    def endless():
+        for _ in range(10_000):  # 80 MB if it were all read
+            yield b"[" * 8192
+
+    with httpx.Client(base_url=plain.url, trust_env=False, timeout=30) as http:
+        try:
+            response = http.post("/v1/embeddings", content=endless())
+            assert response.status_code == 413, response.text
+        except (httpx.WriteError, httpx.RemoteProtocolError, httpx.ReadError):
+            pass  # the server answered 413 and closed while the client was still sending
+    assert plain.alive()
+
+
+def test_clients_that_disconnect_mid_request_leave_the_server_serving(plain):
+    texts = [f"a text {i} of a request whose client has gone" for i in range(300)]
+    big = b'{"model": "%s", "input": %s}' % (DEFAULT_MODEL.encode(), str(texts).replace("'", '"').encode())
+    assert len(big) < 65536
+    fds_before = plain.fds()
+    for i in range(20):
+        with socket.create_connection(("127.0.0.1", plain.port)) as sock:
+            request = raw_request(plain.port, big)
+            if i % 2:
+                sock.sendall(request[: len(request) // 2])  # half a body, then gone
+            else:
+                sock.sendall(request)  # a whole request, gone before the answer
+    with httpx.Client(base_url=plain.url, trust_env=False, timeout=60) as http:
+        for _ in range(5):
+            assert (
+                http.post("/v1/embeddings", json={"model": DEFAULT_MODEL, "input": "after"}).status_code
+                == 200
+            )
+    deadline = time.monotonic() + 60
+    while plain.fds() > fds_before + 2 and time.monotonic() < deadline:
+        time.sleep(0.2)  # the abandoned requests finish their passes, their sockets close
+    assert plain.fds() <= fds_before + 2
+    assert "internal error" not in plain.stderr()
