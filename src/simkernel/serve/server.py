@@ -27,7 +27,9 @@ def _bind(host: str, port: int) -> socket.socket:
     except ValueError:
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
         family = infos[0][0]
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    # IPPROTO_TCP named: asyncio sets TCP_NODELAY only on sockets that say so, and without it a response
+    # (head, then body) waits ~40 ms for the client's delayed ACK
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((host, port))
     sock.listen(2048)
