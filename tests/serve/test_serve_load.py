@@ -66,6 +66,7 @@ def test_sigterm_under_64_clients_answers_every_accepted_request_and_exits_0():
     process = ServerProcess("--model", DEFAULT_MODEL, "--drain-timeout", "30")
     answered = 0
     failures: list[str] = []
+    finished: list[float] = []
 
     async def client(http: httpx.AsyncClient, n: int) -> None:
         nonlocal answered
@@ -78,6 +79,7 @@ def test_sigterm_under_64_clients_answers_every_accepted_request_and_exits_0():
                 return  # refused, or closed unanswered: the server counts only what it accepted
             assert response.status_code == 200, response.text
             answered += 1
+            finished.append(time.monotonic())
 
     async def load() -> float:
         limits = httpx.Limits(max_connections=64, max_keepalive_connections=64)
@@ -108,4 +110,5 @@ def test_sigterm_under_64_clients_answers_every_accepted_request_and_exits_0():
     )
     assert status == 0, stderr
     assert accepted == server_answered == answered, (accepted, server_answered, answered)
+    assert any(t > sigterm_at for t in finished), "no request was in flight at SIGTERM: nothing drained"
     assert exit_s < 30
