@@ -276,13 +276,18 @@ def dynamic_int8_bundle(src: Path, dst: Path) -> Path:
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
     def write(graph: Path, out: Path) -> None:
+        # from the copy's fp32 graph, never the store's: quantize_dynamic writes model-inferred.onnx beside
+        # its input, and onnx refuses external data with several hard links (a concurrent test may link
+        # the store's files)
+        fp32 = out.parent / "model.onnx"
         quantize_dynamic(
-            str(Path(src) / "model.onnx"),
+            str(fp32),
             str(out),
             weight_type=QuantType.QInt8,
             op_types_to_quantize=["MatMul"],
             extra_options={"DefaultTensorType": TensorProto.FLOAT},
         )
+        (out.parent / "model-inferred.onnx").unlink(missing_ok=True)
 
     return bundle_with_int8_graph(src, dst, write)
 

@@ -93,13 +93,21 @@ class DiskEmbeddingCache:
             raise CacheUnusable(
                 f"cannot create the cache folder {self.folder}: {exc.strerror or exc}"
             ) from None
-        for attempt in range(2):
+        deadline = time.monotonic() + BUSY_TIMEOUT_S
+        attempt = 0
+        while True:
             try:
                 conn = self._open()
                 break
             except sqlite3.DatabaseError as exc:
+                # switching a new file to WAL while other processes open it can report "locked" at once,
+                # without waiting for the busy timeout: try again until the timeout is spent
+                if _is_busy(exc) and time.monotonic() < deadline:
+                    time.sleep(0.05)
+                    continue
                 if _is_busy(exc) or attempt:
                     raise CacheUnusable(f"cannot open {self.path}: {exc}") from None
+                attempt += 1
                 self._set_aside(f"it is not a simkernel embedding cache ({exc})")
         self._conn, self._pid, self._models = conn, os.getpid(), {}
         return conn
