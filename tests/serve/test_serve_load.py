@@ -112,3 +112,32 @@ def test_sigterm_under_64_clients_answers_every_accepted_request_and_exits_0():
     assert accepted == server_answered == answered, (accepted, server_answered, answered)
     assert any(t > sigterm_at for t in finished), "no request was in flight at SIGTERM: nothing drained"
     assert exit_s < 30
+
+
+def test_a_drain_timeout_that_cuts_a_request_short_is_exit_1_and_counted():
+    """The drain report is not a formality: a request still running when --drain-timeout ends is
+    cancelled, counted as accepted but not answered, and the exit status says so."""
+    process = ServerProcess("--model", DEFAULT_MODEL, "--drain-timeout", "0.5")
+    texts = [f"long request {i} " + "words of a long answer " * 40 for i in range(2048)]
+
+    async def long_request() -> None:
+        async with httpx.AsyncClient(base_url=process.url, trust_env=False, timeout=120) as http:
+            call = asyncio.create_task(
+                http.post("/v1/embeddings", json={"model": DEFAULT_MODEL, "input": texts})
+            )
+            await asyncio.sleep(1.5)  # the request is accepted and its passes are running
+            process.signal(signal.SIGTERM)
+            try:
+                await call
+            except httpx.HTTPError:
+                pass
+
+    try:
+        asyncio.run(long_request())
+        status = process.wait(60)
+    finally:
+        if process.alive():
+            process.stop()
+    stderr = process.stderr()
+    assert "1 requests accepted, 0 answered" in stderr, stderr
+    assert status == 1, stderr

@@ -3,7 +3,7 @@ last-resort 500 (a fault of the server, never of a client, in OpenAI's error sha
 
 The key is compared with :func:`hmac.compare_digest` (no timing leak) and never logged or echoed.
 ``/health`` and ``/ready`` need no key (probes). ``accepted`` and ``answered`` count the requests this
-server began and finished, for the drain report at shutdown.
+server began and those whose answer it sent to its last byte, for the drain report at shutdown.
 """
 
 from __future__ import annotations
@@ -40,6 +40,9 @@ class ServeMiddleware:
                 status["code"] = message["status"]
                 status["started"] = True
             await send(message)
+            # the last byte is out (a request cancelled by the drain timeout never gets here)
+            if message["type"] == "http.response.body" and not message.get("more_body", False):
+                self.answered += 1
 
         try:
             refusal = self._refusal(scope)
@@ -57,7 +60,6 @@ class ServeMiddleware:
                     "internal_error",
                 )
         finally:
-            self.answered += 1
             self.metrics.observe(path, status["code"], time.perf_counter() - start)
 
     def _refusal(self, scope) -> str | None:
