@@ -94,6 +94,11 @@ def build_app(settings: ServeSettings, models: ServedModels) -> ServeMiddleware:
             return _error_response(ApiError(405, message, "method_not_allowed"))
         return _error_response(ApiError(exc.status_code, str(exc.detail), "http_error"))
 
+    async def internal_error(request: Request, exc: Exception) -> Response:
+        # Starlette answers with this, then re-raises: the middleware prints the traceback
+        message = "the server failed while answering (a fault of the server, not of the request); retry, and report it if it persists"
+        return _error_response(ApiError(500, message, "internal_error"))
+
     routes = [
         Route("/v1/embeddings", _post(state, _embeddings), methods=["POST"]),
         Route("/similarity", _post(state, routes_tei.similarity), methods=["POST"]),
@@ -105,7 +110,7 @@ def build_app(settings: ServeSettings, models: ServedModels) -> ServeMiddleware:
         Route("/ready", ready, methods=["GET"]),
         Route("/metrics", metrics, methods=["GET"]),
     ]
-    app = Starlette(routes=routes, exception_handlers={HTTPException: http_error})
+    app = Starlette(routes=routes, exception_handlers={HTTPException: http_error, Exception: internal_error})
     app.state.serve = state
     middleware = ServeMiddleware(app, settings.api_key, state.metrics)
     middleware.state = state  # type: ignore[attr-defined]
