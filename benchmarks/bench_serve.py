@@ -53,6 +53,7 @@ def _env() -> dict[str, str]:
     drop = ("http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY")
     env = {k: v for k, v in os.environ.items() if k not in drop}
     env["NO_PROXY"] = "127.0.0.1,localhost"
+    env["HF_HUB_OFFLINE"] = "1"  # every server loads a local folder or the store: no hub
     return env
 
 
@@ -121,7 +122,7 @@ def start(name: str) -> Server:
         "--device",
         "cpu",
     ]
-    command += ["--no-bettertransformer", "--url-prefix", ""]
+    command += ["--no-bettertransformer", "--url-prefix", "", "--host", "127.0.0.1", "--log-level", "warning"]
     return Server(name, command, port, "/embeddings", folder)
 
 
