@@ -4,6 +4,7 @@ never prints an internal error."""
 
 from __future__ import annotations
 
+import json
 import socket
 import threading
 import time
@@ -135,3 +136,40 @@ def test_clients_that_disconnect_mid_request_leave_the_server_serving(plain):
         time.sleep(0.2)  # the abandoned requests finish their passes, their sockets close
     assert plain.fds() <= fds_before + 2
     assert "internal error" not in plain.stderr()
+
+
+def test_the_work_of_a_client_that_disconnected_is_dropped_from_the_queue():
+    """A request of 2,048 texts run 256 tokens a pass takes dozens of passes; its client leaves after
+    the first ones: the texts not yet in a pass are never run (the batcher's counter stops far short)."""
+    process = ServerProcess("--model", DEFAULT_MODEL, "--max-batch-tokens", "256")
+    texts = [
+        f"text {i} of a request that nobody will read, long enough to take some tokens" for i in range(2048)
+    ]
+    body = json.dumps({"model": DEFAULT_MODEL, "input": texts}).encode()
+    try:
+        with httpx.Client(base_url=process.url, trust_env=False, timeout=30) as http:
+            before = pass_texts(http)
+            with socket.create_connection(("127.0.0.1", process.port)) as sock:
+                sock.sendall(raw_request(process.port, body))
+                deadline = time.monotonic() + 30
+                while pass_texts(http) == before:  # the request's passes have started
+                    assert time.monotonic() < deadline, "the request never started"
+                    time.sleep(0.05)
+            time.sleep(1.0)  # the server sees the disconnect; at most the running pass finishes
+            settled = pass_texts(http)
+            time.sleep(1.0)
+            assert pass_texts(http) == settled, "the abandoned request's passes kept running"
+            assert settled - before < len(texts) / 2, (before, settled)
+            assert (
+                http.post("/v1/embeddings", json={"model": DEFAULT_MODEL, "input": "next"}).status_code == 200
+            )
+    finally:
+        status, stderr = process.stop()
+    assert status == 0 and "internal error" not in stderr, stderr
+
+
+def pass_texts(http: httpx.Client) -> float:
+    for line in http.get("/metrics").text.splitlines():
+        if line.startswith("simkernel_pass_texts_total{"):
+            return float(line.split()[-1])
+    return 0.0

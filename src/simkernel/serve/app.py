@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from typing import Any
@@ -44,14 +45,38 @@ def _json(value: Any) -> Response:
     return Response(json.dumps(value, separators=(",", ":")), media_type="application/json")
 
 
+async def _disconnected(request: Request) -> None:
+    while (await request.receive())["type"] != "http.disconnect":
+        pass
+
+
+async def _unless_disconnected(request: Request, work: Any) -> Any:
+    """Await ``work``; if the client goes away first, cancel it (its texts not yet in a pass are dropped
+    from the model's queue) and answer 499 to nobody."""
+    task = asyncio.ensure_future(work)
+    watch = asyncio.ensure_future(_disconnected(request))
+    try:
+        await asyncio.wait({task, watch}, return_when=asyncio.FIRST_COMPLETED)
+    except BaseException:  # this request itself is cancelled (the drain timeout): so is its work
+        task.cancel()
+        raise
+    finally:
+        watch.cancel()
+    if task.done():
+        return task.result()
+    task.cancel()
+    raise ApiError(499, "the client disconnected before the answer was ready", "client_disconnected")
+
+
 def _post(state: AppState, handler):
     """A POST endpoint: the body read under the limits, ``handler(state, body)``'s value as JSON (or
-    bytes already JSON), an :class:`ApiError` as its error answer."""
+    bytes already JSON), an :class:`ApiError` as its error answer; work for a client that disconnected
+    is cancelled."""
 
     async def endpoint(request: Request) -> Response:
         try:
             body = await read_json(request, state.settings.max_request_bytes, state.settings.body_timeout_s)
-            value = await handler(state, body)
+            value = await _unless_disconnected(request, handler(state, body))
         except ApiError as exc:
             return _error_response(exc)
         if isinstance(value, bytes):
