@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import httpx
 import pytest
-from serve_support import API_KEY, CROSS_MODEL, DEFAULT_MODEL, ServerProcess, loopback_env
+from serve_support import API_KEY, CROSS_MODEL, DEFAULT_MODEL, ServerProcess
 
 
 @pytest.fixture(scope="module")
@@ -36,11 +36,6 @@ def library():
     from simkernel.runtime import CrossEncoder, TextEncoder
 
     return {"text": TextEncoder(DEFAULT_MODEL), "cross": CrossEncoder(CROSS_MODEL)}
-
-
-@pytest.fixture
-def env():
-    return loopback_env()
 
 
 @pytest.fixture(scope="module")
