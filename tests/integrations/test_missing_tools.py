@@ -10,6 +10,7 @@ import pytest
 ADAPTERS = [
     ("simkernel.integrations.langchain", "langchain_core", "langchain"),
     ("simkernel.integrations.llama_index", "llama_index", "llamaindex"),
+    ("simkernel.integrations.haystack", "haystack", "haystack"),
 ]
 
 CODE = """
