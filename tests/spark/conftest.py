@@ -21,10 +21,13 @@ class Sparks:
     def __init__(self, worker_home: str) -> None:
         self.worker_home = worker_home
         self.session = None
-        self.cpus = 0
+        self.settings: tuple[int, str] = (0, "")
 
-    def get(self, cpus: int = 1):
-        if self.session is not None and self.cpus == cpus:
+    def get(self, cpus: int = 1, worker_home: str | None = None):
+        """The session of ``spark.task.cpus`` = ``cpus`` whose workers use the store ``worker_home``
+        (default: the session's empty one)."""
+        home = worker_home or self.worker_home
+        if self.session is not None and self.settings == (cpus, home):
             return self.session
         self.stop()
         from pyspark.sql import SparkSession
@@ -37,12 +40,12 @@ class Sparks:
             .config("spark.ui.enabled", "false")
             .config("spark.task.cpus", str(cpus))
             .config("spark.sql.shuffle.partitions", "4")
-            .config("spark.executorEnv.SIMKERNEL_HOME", self.worker_home)
+            .config("spark.executorEnv.SIMKERNEL_HOME", home)
             .config("spark.executorEnv.HF_HUB_OFFLINE", "1")
         )
         self.session = builder.getOrCreate()
         self.session.sparkContext.setLogLevel("ERROR")
-        self.cpus = cpus
+        self.settings = (cpus, home)
         return self.session
 
     def stop(self) -> None:

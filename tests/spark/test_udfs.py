@@ -9,7 +9,6 @@ import asyncio
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -138,25 +137,6 @@ def test_a_column_that_is_not_text_is_an_error_naming_the_argument_and_row(spark
         df.select(sas_udf(MODEL)("answer", "truth")).collect()
 
 
-def test_the_workers_got_the_model_from_the_driver_into_their_empty_store(spark, sparks):
-    from simkernel.runtime.acquisition import store
-    from simkernel.spark import sas_udf
-
-    spark.createDataFrame([("a", "b")], "p string, g string").select(sas_udf(MODEL)("p", "g")).collect()
-    installed = Path(sparks.worker_home) / "models" / store.model_dir(MODEL).name
-    driver = store.model_dir(MODEL)
-    assert sorted(p.name for p in installed.iterdir() if p.suffix == ".onnx") == sorted(
-        p.name for p in driver.iterdir() if p.suffix == ".onnx"
-    )
-    assert (installed / "model.onnx").read_bytes() == (driver / "model.onnx").read_bytes()
-    # without the shipped copy, the same workers cannot find it (their store was empty, the hub is off)
-    other = "sentence-transformers/paraphrase-MiniLM-L3-v2"
-    with pytest.raises(Exception, match="cannot find model"):
-        spark.createDataFrame([("a", "b")], "p string, g string").select(
-            sas_udf(other, ship=False)("p", "g")
-        ).collect()
-
-
 @pytest.mark.parametrize("cpus", [1, 2])
 def test_onnxruntime_runs_on_spark_task_cpus_threads(sparks, cpus):
     import pandas as pd
@@ -183,6 +163,29 @@ def test_onnxruntime_runs_on_spark_task_cpus_threads(sparks, cpus):
     assert {json.loads(r.r)["cpus"] for r in reports} == {cpus}
     assert {entry["kind"] for entry in loaded} >= {"sas", "embed"}
     assert {(entry["threads"], entry["intra_op_threads"]) for entry in loaded} == {(cpus, cpus)}
+
+
+def test_workers_with_an_empty_store_and_no_hub_get_the_model_from_the_driver(sparks, tmp_path):
+    from simkernel.runtime.acquisition import store
+    from simkernel.spark import sas_udf
+
+    home = tmp_path / "node-store"  # a node that has never seen the model; its hub is off
+    spark = sparks.get(1, str(home))
+    df = spark.createDataFrame([("Paris", "The capital of France is Paris.")], "p string, g string")
+    with pytest.raises(Exception, match="cannot find model 'sentence-transformers/all-MiniLM-L6-v2'"):
+        df.select(sas_udf(MODEL, ship=False)("p", "g")).collect()  # not shipped: the node cannot find it
+    assert not (home / "models" / store.model_dir(MODEL).name).exists()
+    (score,) = df.select(sas_udf(MODEL)("p", "g")).first()
+    from simkernel.components.evaluators import SASEvaluator
+
+    expected = SASEvaluator(model=MODEL).run(["The capital of France is Paris."], ["Paris"])
+    assert score == float(np.float32(expected["individual_scores"][0]))
+    installed, driver = home / "models" / store.model_dir(MODEL).name, store.model_dir(MODEL)
+    assert sorted(p.name for p in installed.iterdir() if p.suffix == ".onnx") == sorted(
+        p.name for p in driver.iterdir() if p.suffix == ".onnx"
+    )
+    assert (installed / "model.onnx").read_bytes() == (driver / "model.onnx").read_bytes()
+    store.verify_bundle(installed, check_hashes=True)
 
 
 def test_importing_the_package_does_not_import_pyspark():
