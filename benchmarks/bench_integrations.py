@@ -23,7 +23,9 @@ def documents(count: int) -> list:
 
     texts = distinct_texts()
     n = len(texts)
-    return [Document(id=str(i), content=f"{texts[i % n]} {texts[(i * 7 + 1) % n]}") for i in range(count)]
+    return [
+        Document(id=str(i), content=f"{texts[i % n]} {texts[(i + 1 + i // n) % n]}") for i in range(count)
+    ]
 
 
 def main() -> None:
