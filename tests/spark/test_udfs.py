@@ -192,3 +192,15 @@ def test_importing_the_package_does_not_import_pyspark():
     code = "import simkernel.spark, sys; assert 'pyspark' not in sys.modules; print(sorted(simkernel.spark.__all__))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert "sas_udf" in out.stdout
+
+
+def test_without_pyspark_the_error_names_the_extra():
+    code = (
+        "import sys; sys.modules['pyspark'] = None\n"  # import pyspark now fails, as where it is not installed
+        "from simkernel.spark import sas_udf\n"
+        "try:\n    sas_udf()\nexcept Exception as exc:\n    print(type(exc).__name__, exc)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.startswith("MissingDependencyError simkernel.spark needs the Python package 'pyspark'")
+    assert out.rstrip().endswith("Install it with: pip install 'simkernel[spark]'")
+    assert out.count("\n") == 1  # one line
