@@ -35,9 +35,18 @@ LOGS=$(mktemp -d "${TMPDIR:-/tmp}/simkernel-tests.XXXXXX")
 trap 'rm -rf "$LOGS"' EXIT
 # the halves, about equal in time (12-13 minutes each on 2 cores): the command line, kernels, metrics and
 # plugin; the evaluators, the runtime and Ray
-FIRST=(tests/cli tests/calibration tests/kernels tests/metrics tests/pytest_plugin tests/spark tests/test_cpu_budget.py
-    tests/test_layout.py tests/test_package.py)
-SECOND=(tests/components tests/peer tests/ray tests/runtime)
+FIRST=(tests/cli tests/calibration tests/kernels tests/metrics tests/pytest_plugin tests/serve tests/spark
+    tests/test_cpu_budget.py tests/test_layout.py tests/test_package.py)
+SECOND=(tests/components tests/integrations tests/peer tests/ray tests/runtime)
+# every test folder and top-level test file must be in a half: a new one is never silently left out
+for path in tests/*/ tests/test_*.py; do
+    path=${path%/}
+    [ "$path" = tests/data ] || [ "$path" = tests/__pycache__ ] && continue
+    case " ${FIRST[*]} ${SECOND[*]} " in
+    *" $path "*) ;;
+    *) echo "error: $path is in neither half of scripts/run_tests.sh; add it to FIRST or SECOND" >&2; exit 1 ;;
+    esac
+done
 started=$(date +%s)
 run_half first "${FIRST[@]}" &
 first_pid=$!
