@@ -29,10 +29,11 @@ async def run_with_ticker(coro) -> tuple[object, float, float]:
     return result, max(gaps), elapsed
 
 
-def distinct_texts(count: int) -> list[str]:
-    """``count`` different sentences of 20-40 words (none in any cache yet)."""
+def distinct_texts(count: int, tag: str) -> list[str]:
+    """``count`` different sentences of 20-40 words; a ``tag`` of its own per test keeps them out of the
+    shared encoder's cache (the process's other tests embed theirs)."""
     words = "alpha beta gamma delta river mountain quickly slowly green purple seven eleven".split()
     return [
-        " ".join(words[(i * 7 + k * 3) % len(words)] for k in range(20 + i % 20)) + f" number {i}"
+        " ".join(words[(i * 7 + k * 3) % len(words)] for k in range(20 + i % 20)) + f" {tag} number {i}"
         for i in range(count)
     ]

@@ -51,7 +51,7 @@ def test_one_encoder_call_per_list(embeddings, monkeypatch, texts):
 
 def test_aembed_documents_does_not_block_the_event_loop(minilm):
     embeddings = SimkernelEmbeddings(model=minilm, threads=2)
-    many = distinct_texts(600)
+    many = distinct_texts(600, "langchain async")
     vectors, worst_gap, elapsed = asyncio.run(run_with_ticker(embeddings.aembed_documents(many)))
     assert len(vectors) == 600
     # the model works for a long while; the loop keeps ticking every few ms meanwhile

@@ -52,14 +52,14 @@ def test_one_encoder_call_per_list(embedding, monkeypatch):
     calls = []
     encode = embedding.encoder.encode
     monkeypatch.setattr(embedding.encoder, "encode", lambda t, **kw: calls.append(len(t)) or encode(t, **kw))
-    embedding.get_text_embedding_batch(distinct_texts(300))
+    embedding.get_text_embedding_batch(distinct_texts(300, "llama_index calls"))
     assert calls == [300]  # LlamaIndex's default chunking (10 a call) would have made 30
 
 
 def test_async_batch_does_not_block_the_event_loop(minilm):
     embedding = SimkernelEmbedding(model=minilm, threads=2)
     vectors, worst_gap, elapsed = asyncio.run(
-        run_with_ticker(embedding.aget_text_embedding_batch(distinct_texts(600)))
+        run_with_ticker(embedding.aget_text_embedding_batch(distinct_texts(600, "llama_index async")))
     )
     assert len(vectors) == 600
     assert elapsed > 0.3 and worst_gap < 0.1, (elapsed, worst_gap)
