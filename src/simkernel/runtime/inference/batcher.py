@@ -49,7 +49,7 @@ from simkernel.errors import QueueFullError
 from simkernel.runtime.inference.batch_call import QueuedCall
 from simkernel.runtime.inference.batch_settings import batch_settings, batching_default
 
-GATHER_SECONDS = 0.002  # the pass thread waits this long at most for the last pass's callers to come back
+GATHER_SECONDS = 0.002  # the pass thread waits this long at most for the callers it woke to come back
 # run_pass(encodings, batch_size) -> float32 array (len(encodings), width), rows in the order given
 RunPass = Callable[[Sequence[Any], int], np.ndarray]
 
@@ -83,7 +83,8 @@ class PassBatcher:
     def _reset(self) -> None:
         self._pid = os.getpid()
         self._lock = threading.Lock()
-        self._arrived = threading.Condition(self._lock)  # notified when a call is queued
+        self._arrived = threading.Condition(self._lock)  # notified when _gather calls are queued
+        self._gather = 0  # calls the pass thread waits for (0: it does not wait)
         self._queue: deque[QueuedCall] = deque()
         self._busy = False  # a caller or the pass thread is running the queue
         self._threads: ThreadPoolExecutor | None = None  # the pass thread
@@ -145,7 +146,8 @@ class PassBatcher:
                     f"the batching queue of {self.name!r} is full: {len(self._queue)} calls wait for a forward pass (max_queue={self.max_queue}); raise max_queue (TextEncoder(..., max_queue=N) or SIMKERNEL_MAX_QUEUE=N), or send fewer calls at once and retry later"
                 )
             self._queue.append(call)
-            self._arrived.notify()
+            if self._gather and len(self._queue) >= self._gather:
+                self._arrived.notify()  # once: each wake-up of the pass thread costs it a GIL hand-over
             if self._busy:
                 return False
             self._busy = True
@@ -203,18 +205,20 @@ class PassBatcher:
 
     def _drain(self) -> None:
         """The pass thread: run passes until the queue is empty. Before it takes the next pass it waits
-        up to ``GATHER_SECONDS`` for as many calls as the last pass had: the callers it just woke
-        usually come back with their next call within that time, and one pass of all of them uses
-        the cores better than two half passes (16 threads of single-pair calls: 45-61% -> 62-69% of the
-        pairs/s of one batched call, benchmarks/bench_latency.py). Nobody waits on this: a lone
-        caller runs its own pass in its own thread."""
-        last = 0  # calls of the last pass
+        up to ``GATHER_SECONDS`` for the callers it just woke to come back with their next call (they
+        usually do, within that time), so that they join the calls already queued in one pass instead
+        of two half passes: with 16 threads of single-pair calls, 17 -> 21 texts a pass (31 with 4 ms),
+        pairs/s 57% -> 64% of one batched call's (benchmarks/bench_latency.py). Nobody waits on this
+        when alone: a lone caller runs its own pass in its own thread."""
+        target = 0  # calls to wait for before the next pass
         try:
             while True:
                 self._tokenize_queued()
                 with self._lock:
-                    if len(self._queue) < last:
-                        self._arrived.wait_for(functools.partial(self._gathered, last), GATHER_SECONDS)
+                    if len(self._queue) < target:
+                        self._gather = target  # _enqueue wakes this thread once, when that many are queued
+                        self._arrived.wait_for(functools.partial(self._gathered, target), GATHER_SECONDS)
+                        self._gather = 0
                     work = self._take()
                     idle = not work and not self._queue
                     if idle:
@@ -222,7 +226,8 @@ class PassBatcher:
                 if idle:
                     return
                 ready = self._execute(work) if work else []
-                last = len(ready)
+                with self._lock:  # the queue to wait for: what is queued now, and the callers woken now
+                    target = min(len(self._queue) + len(ready), self.max_queue)
                 self._signal(ready)
         except BaseException as exc:  # a fault of the batcher itself: no queued caller may wait forever
             with self._lock:
