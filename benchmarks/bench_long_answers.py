@@ -52,8 +52,10 @@ def openvino_f32_encoder(threads: int, bundle: Path):
     from simkernel.runtime.inference.openvino_session import OpenVinoEncoderSession
 
     enc = TextEncoder(bundle, precision="fp32", threads=threads, cache_size=0)
-    enc._session = OpenVinoEncoderSession(
-        enc._session.path, (enc._session.output_name,), threads=threads, inference_precision="f32"
+    session, tokenizer = enc._loaded()
+    enc._runtime = (
+        OpenVinoEncoderSession(session.path, (session.output_name,), threads=threads, inference_precision="f32"),
+        tokenizer,
     )
     return lambda texts, batch_size=32: enc.encode(texts, batch_size=batch_size)
 
