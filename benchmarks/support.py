@@ -272,3 +272,51 @@ def serve(make_handlers: Callable[[], Mapping[str, Callable[[], object]]]) -> No
             break
         reply = handlers[request]()
         channel.write(f"done {reply if isinstance(reply, str) else ''}\n")
+
+
+_INSTALL_SIZE = r"""
+import importlib.metadata as md, json, re, sys
+try:
+    from packaging.requirements import Requirement
+except ImportError:
+    from pip._vendor.packaging.requirements import Requirement
+def closure(spec):
+    seen, todo = {}, [Requirement(spec)]
+    while todo:
+        req = todo.pop()
+        key = re.sub(r"[-_.]+", "-", req.name).lower()
+        try:
+            dist = md.distribution(req.name)
+        except md.PackageNotFoundError:
+            continue
+        extras = set(req.extras) | seen.get(key, set())
+        if key in seen and extras <= seen[key]:
+            continue
+        seen[key] = extras
+        for line in dist.requires or []:
+            sub = Requirement(line)
+            if sub.marker is None or any(sub.marker.evaluate({"extra": e}) for e in extras | {""}):
+                todo.append(sub)
+    return seen
+total = 0
+for key in closure(sys.argv[1]):
+    dist = md.distribution(key)
+    for f in dist.files or []:
+        try:
+            total += f.locate().stat().st_size
+        except OSError:
+            pass
+print(json.dumps({"mb": total / 2**20}))
+"""
+
+
+def install_size_mb(python: str, requirement: str) -> float:
+    """MB on disk of ``requirement`` (e.g. ``"sentence-transformers[onnx]"``) and everything it requires,
+    as installed for the interpreter ``python``: the sum of the files in the distributions' RECORDs (an
+    editable install counts only its link, so add its source folder yourself)."""
+    import json
+
+    out = subprocess.run(
+        [python, "-c", _INSTALL_SIZE, requirement], capture_output=True, text=True, check=True
+    )
+    return float(json.loads(out.stdout)["mb"])
