@@ -48,11 +48,12 @@ neon:
 	bash scripts/neon_test.sh
 
 ## bench: every product benchmark, side by side with its peers (benchmarks/README.md); the peers that need
-## their own virtual environment (fastembed, eval_lib) are built first.
+## their own virtual environment (fastembed, eval_lib, sentence-transformers' onnx/openvino backends) are built first.
 bench: models
 	$(BIN)/python -m pip install --disable-pip-version-check -q -e '.[bench]'
 	bash benchmarks/peer_venv.sh fastembed
 	bash benchmarks/peer_venv.sh eval_lib
+	bash benchmarks/peer_venv.sh st-backends
 	for b in bench_kernels bench_encoder bench_sas bench_reference_match sas_accuracy; do \
 		$(BIN)/python benchmarks/$$b.py || exit 1; done
 
