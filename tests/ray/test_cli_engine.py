@@ -72,6 +72,8 @@ def test_csv_output_equals_the_local_engine_and_the_model_is_shipped(ray_cluster
     assert figures["rows"] == N and "Ray cluster 127.0.0.1" in figures["description"]
     assert err.startswith("simkernel score: 160 rows, mode sas, model sentence-transformers/all-MiniLM-L6-v2")
     assert "WARNING" not in err and "INFO" not in err
+    # streaming: 8 blocks of 20 rows, never more than the default window (2 per worker) in the object store
+    assert "Ray: 8 blocks of up to 20 rows, at most 4 in the object store at once (--ray-in-flight 4)" in err
     # node 2 had no model: an actor there received it from node 1, complete and checked
     assert (worker_bundle / shipped).is_file() and (worker_bundle / "model.onnx").is_file()
     source = store.model_dir(MODEL)
@@ -95,9 +97,15 @@ def test_parquet_with_lists_of_ground_truths_one_worker_and_other_batches_equals
     assert local.returncode == 0, local.stderr.decode()
     # another partitioning: one worker of 1 thread, batches of 5 texts: the same bits
     ray_run = ["--engine", "ray", "--address", ray_cluster.address, "--workers", 1, "--batch-size", 5]
+    ray_run += ["--ray-in-flight", 1, "--summary-json", data / "ray-parquet.json"]
     remote = score([*common, "-o", data / "ray.parquet", *ray_run], env=ray_cluster.env())
     assert remote.returncode == 0, remote.stderr.decode()
     assert (data / "ray.parquet").read_bytes() == (data / "local.parquet").read_bytes()
+    # one block in flight: each block is read only after the one before came back scored
+    notes = json.loads((data / "ray-parquet.json").read_text(encoding="utf-8"))["notes"]
+    assert (
+        "Ray: 5 blocks of up to 16 rows, at most 1 in the object store at once (--ray-in-flight 1)" in notes
+    )
     scored = pq.read_table(data / "ray.parquet")
     assert scored.schema.field("score").type == pa.float32() and scored.num_rows == 60
 
@@ -116,7 +124,7 @@ def test_a_worker_killed_mid_job_still_gives_the_identical_output(ray_cluster, d
     deadline = time.monotonic() + 300
     while victim is None and process.poll() is None and time.monotonic() < deadline:
         # a scoring actor that has started work: the process Ray titles after its task
-        busy = ray_cluster.worker_processes("MapWorker(MapBatches(SASScorer)).submit")
+        busy = ray_cluster.worker_processes("BlockScorer.score")
         if busy:
             victim = busy[0]
             break

@@ -200,6 +200,12 @@ def _add_score(commands: argparse._SubParsersAction) -> None:
         metavar="N",
         help="--engine ray: model workers, each on --threads CPUs (default: as many as the cluster has CPUs)",
     )
+    scale.add_argument(
+        "--ray-in-flight",
+        type=_positive_int,
+        metavar="N",
+        help="--engine ray: blocks in Ray's object store at a time, read ahead of the scoring (default: 2 per worker)",
+    )
 
 
 def _add_model_options(command: argparse.ArgumentParser) -> None:

@@ -1,13 +1,20 @@
-"""``simkernel score --engine ray``: the scoring spread over the workers of a Ray cluster, through Ray Data.
+"""``simkernel score --engine ray``: the scoring spread over the workers of a Ray cluster, streaming.
 
-The driver (this process) reads and checks the input as the local engine does, then puts the rows' texts
-into Ray's object store as blocks (pyarrow tables with the row's number, the predicted text and its
-ground truth or references), cut so that there are several blocks per worker (Ray Data hands work out by
-blocks: one block would run on one worker) and no block spans two chunks. ``map_batches`` runs
-:class:`simkernel.ray.SASScorer` or :class:`simkernel.ray.ReferenceMatchScorer` on ``--workers`` actors
-of ``--threads`` CPUs each (default 1), with ``preserve_order`` on, and the driver regroups the scored
-blocks into the chunks it writes, checking that every row comes back once and in input order. A worker
-process that dies is restarted by Ray and its blocks are retried, so the output is complete either way.
+The driver (this process) checks the input as the local engine does, then reads it again chunk by chunk and
+streams it to the workers: each chunk is cut into blocks (pyarrow tables with the row's number, the
+predicted text and its ground truth or references; several blocks per worker, so that a slow or restarted
+worker does not hold up the others; no block spans two chunks), and at most ``in_flight`` blocks
+(``--ray-in-flight``, default ``IN_FLIGHT_PER_WORKER`` per worker) are in Ray's object store at a time: the
+next block is read and put only when a scored one has come back. So reading, scoring and writing overlap, and
+the object store holds a bounded number of blocks whatever the input's size (before, every block of the input
+was put first, then scored).
+
+``--workers`` actors of ``--threads`` CPUs each (default 1) run :class:`simkernel.ray.SASScorer` or
+:class:`simkernel.ray.ReferenceMatchScorer` through :class:`simkernel.ray.BlockScorer`; a
+``ray.util.ActorPool`` hands each block to an idle actor and returns the results in submission order, and
+the driver regroups them into the chunks it writes, checking that every row comes back once and in input
+order. An actor whose process dies is restarted by Ray and its block retried (``max_restarts`` and
+``max_task_retries`` unbounded), so the output is complete either way.
 
 The scorers run the code the local engine runs (``SASEvaluator``, the metrics' reference match), and a
 row's score does not depend on its batch-mates: the output equals the local engine's, byte for byte.
@@ -21,6 +28,7 @@ import io
 import math
 import os
 import sys
+from collections import deque
 from collections.abc import Iterator
 from typing import Any
 
@@ -30,6 +38,7 @@ from simkernel.cli.rows import ChunkInputs
 from simkernel.runtime.acquisition.registry import DEFAULT_MODEL
 
 BLOCKS_PER_WORKER = 4  # enough blocks that a slow or restarted worker does not hold up the others
+IN_FLIGHT_PER_WORKER = 2  # blocks in the object store per worker: one scoring, one waiting its turn
 MIN_BLOCK_ROWS = 16
 ACTOR_START_TIMEOUT_S = 900  # a worker's start: Ray's worker process, the model fetched and loaded
 
@@ -47,6 +56,9 @@ class RayEngine:
         self.cpus = args.threads or 1
         self.workers = args.workers
         self.chunk_rows = args.chunk_rows
+        self.in_flight: int | None = getattr(args, "ray_in_flight", None)
+        self.max_in_flight_seen = 0  # the most blocks that were in the object store at once (measured)
+        self.blocks_scored = 0
         self.notes: list[str] = []
         self._ray: Any = None
         self._native_log: NativeStderr | None = None
@@ -78,46 +90,64 @@ class RayEngine:
             )
 
     def scores(self, inputs: Iterator[ChunkInputs], rows: int) -> Iterator[list[float]]:
-        """Each chunk's scores, in order: every block is put into the object store first (memory here
-        holds one chunk at a time), then the results stream back block by block."""
-        ray = self._ray
+        """Each chunk's scores, in order, streaming (see the module docstring): at most ``in_flight``
+        blocks are in the object store at a time, and memory here holds one chunk at a time."""
         import pyarrow as pa
 
         size = block_rows(rows, self.workers, self.chunk_rows)
-        refs, sizes, first = [], [], 0
-        for chunk in inputs:
-            sizes.append(len(chunk))
-            for start in range(0, len(chunk), size):
-                stop = min(len(chunk), start + size)
-                refs.append(ray.put(self._block(pa, chunk, start, stop, first + start)))
-            first += len(chunk)
-        if not refs:
-            return
-        from ray.data import DataContext
-
-        context = DataContext.get_current()
-        context.execution_options.preserve_order = True
-        context.enable_progress_bars = False
-        # every worker loaded (and its model fetched) before the first block is handed out: the blocks are
-        # spread over all of them, and a worker that cannot start fails the run here
-        context.wait_for_min_actors_s = ACTOR_START_TIMEOUT_S
-        scored = ray.data.from_arrow_refs(refs).map_batches(
-            self._scorer_class(),
-            fn_constructor_kwargs=self._scorer_kwargs(),
-            compute=ray.data.ActorPoolStrategy(size=self.workers),
-            num_cpus=self.cpus,
-            batch_size=None,
-            batch_format="pyarrow",
-        )
+        window = self.in_flight or self.workers * IN_FLIGHT_PER_WORKER
+        blocks = self._blocks(pa, inputs, size)
         try:
-            yield from _regroup(scored.iter_batches(batch_size=None, batch_format="pyarrow"), sizes)
+            pool = self._start_pool()
+            yield from _regroup(self._scored(pool, blocks, window))
+            self.notes.append(
+                f"Ray: {self.blocks_scored} blocks of up to {size} rows, at most {self.max_in_flight_seen} in the object store at once (--ray-in-flight {window})"
+            )
         except Exception as exc:
             if not type(exc).__module__.startswith("ray"):
                 raise
             log = self._native_log.keep() if self._native_log else None
             where = f" (Ray's own log lines: {log})" if log else ""
             raise DataError(f"the Ray workers failed: {_cause(exc)}{where}") from None
-        del refs
+
+    def _blocks(self, pa: Any, inputs: Iterator[ChunkInputs], size: int) -> Iterator[tuple[Any, bool]]:
+        """(block, whether it is its chunk's last), reading the chunks only as the blocks are asked for."""
+        first = 0
+        for chunk in inputs:
+            for start in range(0, len(chunk), size):
+                stop = min(len(chunk), start + size)
+                yield self._block(pa, chunk, start, stop, first + start), stop == len(chunk)
+            first += len(chunk)
+
+    def _start_pool(self) -> Any:
+        """The scoring actors, every one started (and its model fetched and loaded) before the first block
+        is handed out, in a ``ray.util.ActorPool``; an actor that cannot start fails the run here."""
+        ray = self._ray
+        from ray.util import ActorPool
+
+        from simkernel.ray import BlockScorer
+
+        actor_class = ray.remote(num_cpus=self.cpus, max_restarts=-1, max_task_retries=-1)(BlockScorer)
+        actors = [
+            actor_class.remote(self._scorer_class(), self._scorer_kwargs()) for _ in range(self.workers)
+        ]
+        ray.get([actor.ready.remote() for actor in actors], timeout=ACTOR_START_TIMEOUT_S)
+        return ActorPool(actors)
+
+    def _scored(
+        self, pool: Any, blocks: Iterator[tuple[Any, bool]], window: int
+    ) -> Iterator[tuple[Any, bool]]:
+        """The scored blocks in input order, with at most ``window`` blocks submitted and not yet back."""
+        lasts: deque[bool] = deque()
+        for block, last in blocks:
+            if len(lasts) >= window:
+                yield pool.get_next(), lasts.popleft()
+            pool.submit(lambda actor, value: actor.score.remote(value), block)
+            self.blocks_scored += 1
+            lasts.append(last)
+            self.max_in_flight_seen = max(self.max_in_flight_seen, len(lasts))
+        while lasts:
+            yield pool.get_next(), lasts.popleft()
 
     def _block(self, pa: Any, chunk: ChunkInputs, start: int, stop: int, first_row: int) -> Any:
         targets = chunk.targets[start:stop]
@@ -245,25 +275,21 @@ def _cause(exc: BaseException) -> str:
     return " ".join(text.split())[:1000]
 
 
-def _regroup(batches: Any, sizes: list[int]) -> Iterator[list[float]]:
-    """The scores of the blocks, cut back into chunks of ``sizes`` rows; the rows must come in order."""
+def _regroup(scored: Iterator[tuple[Any, bool]]) -> Iterator[list[float]]:
+    """The scores of the scored blocks, (block, whether it ends its chunk), gathered back into chunks; the
+    rows must come in order."""
     pending: list[float] = []
     expected_row = 0
-    chunks = iter(sizes)
-    want = next(chunks, None)
-    for batch in batches:
+    for batch, last in scored:
         rows = batch.column("row").to_pylist()
-        if rows != list(range(expected_row, expected_row + len(rows))):  # pragma: no cover - Ray's promise
+        if rows != list(
+            range(expected_row, expected_row + len(rows))
+        ):  # pragma: no cover - the pool's promise
             raise DataError(
                 f"Ray returned rows out of order (row {rows[0] if rows else '?'} where {expected_row} was due); nothing was written to OUT, run again"
             )
         expected_row += len(rows)
         pending.extend(batch.column("score").to_pylist())
-        while want is not None and len(pending) >= want:
-            yield pending[:want]
-            pending = pending[want:]
-            want = next(chunks, None)
-    if want is not None or pending:  # pragma: no cover - Ray's promise
-        raise DataError(
-            f"Ray returned {expected_row} rows of {sum(sizes)}; nothing was written to OUT, run again"
-        )
+        if last:
+            yield pending
+            pending = []

@@ -113,6 +113,8 @@ def _check_options(args: argparse.Namespace) -> None:
         raise UsageError("--score-column must be a non-empty name")
     if args.engine != "ray" and (args.address is not None or args.workers is not None):
         raise UsageError("--address and --workers apply to --engine ray only; add --engine ray or drop them")
+    if args.engine != "ray" and getattr(args, "ray_in_flight", None) is not None:
+        raise UsageError("--ray-in-flight applies to --engine ray only; add --engine ray or drop it")
     if args.engine == "ray" and args.cache_dir is not None:
         raise UsageError(
             "--cache-dir applies to --engine local only (Ray workers keep no embedding cache); drop it"

@@ -43,6 +43,7 @@ _LAZY = {
     "SASScorer": "simkernel.ray.scorers",
     "ReferenceMatchScorer": "simkernel.ray.scorers",
     "Embedder": "simkernel.ray.scorers",
+    "BlockScorer": "simkernel.ray.scorers",
     "actor_threads": "simkernel.ray.resources",
     "ensure_model": "simkernel.ray.shipping",
 }
@@ -51,7 +52,7 @@ __all__ = list(_LAZY)
 
 if TYPE_CHECKING:  # pragma: no cover
     from simkernel.ray.resources import actor_threads  # noqa: F401
-    from simkernel.ray.scorers import Embedder, ReferenceMatchScorer, SASScorer  # noqa: F401
+    from simkernel.ray.scorers import BlockScorer, Embedder, ReferenceMatchScorer, SASScorer  # noqa: F401
     from simkernel.ray.shipping import ensure_model  # noqa: F401
 
 

@@ -132,3 +132,19 @@ class Embedder:
             return batches.with_column(batch, self.output, np.zeros((0, self.encoder.dim), dtype=np.float32))
         vectors = self.encoder.encode(texts, batch_size=self.batch_size, normalize=self.normalize)
         return batches.with_column(batch, self.output, np.asarray(vectors, dtype=np.float32))
+
+
+class BlockScorer:
+    """A Ray actor around one of the scorers above, for ``simkernel score --engine ray``: built once per actor
+    (its model loaded then), ``score(block)`` returns the pyarrow block with its ``score`` column.
+    ``ready()`` answers once the constructor is done (the engine waits for every actor before handing out
+    blocks)."""
+
+    def __init__(self, scorer_class: type, kwargs: dict[str, Any]) -> None:
+        self.scorer = scorer_class(**kwargs)
+
+    def ready(self) -> bool:
+        return True
+
+    def score(self, block: Any) -> Any:
+        return self.scorer(block)
