@@ -11,6 +11,9 @@ ADAPTERS = [
     ("simkernel.integrations.langchain", "langchain_core", "langchain"),
     ("simkernel.integrations.llama_index", "llama_index", "llamaindex"),
     ("simkernel.integrations.haystack", "haystack", "haystack"),
+    ("simkernel.integrations.ragas", "ragas", "ragas"),
+    ("simkernel.integrations.deepeval", "deepeval", "deepeval"),
+    ("simkernel.integrations.mlflow", "mlflow", "mlflow"),
 ]
 
 CODE = """
