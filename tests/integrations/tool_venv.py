@@ -1,0 +1,49 @@
+"""The venvs of the tools that cannot share the development venv (scripts/tool_venv.sh NAME builds them;
+`make test` builds them first): where they are, and a check script run in one as a child process."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+HERE = Path(__file__).resolve().parent
+
+
+def python(name: str) -> Path:
+    """The tool venv's interpreter; a missing venv is a failure naming the command that builds it."""
+    root = Path(os.environ.get("SIMKERNEL_TOOL_VENVS") or REPO / ".tool-venvs")
+    interpreter = root / name / "bin" / "python"
+    if not interpreter.is_file():
+        pytest.fail(
+            f"the {name} venv is missing ({interpreter}); build it with `bash scripts/tool_venv.sh {name}` (`make test` does)"
+        )
+    return interpreter
+
+
+def run_checks(
+    name: str, script: str, *args: str, cwd: Path, env: dict | None = None, timeout: float = 600
+) -> dict:
+    """Run tests/integrations/SCRIPT in the NAME venv, in ``cwd`` (a tool may write its settings there), on
+    the test session's model store, with ``env`` added; its JSON output."""
+    from simkernel.runtime.acquisition import store
+
+    env = dict(os.environ, SIMKERNEL_HOME=str(store.store_root()), HF_HUB_OFFLINE="1", **(env or {}))
+    env.pop("PYTHONPATH", None)  # the venv's own packages, this checkout's src/ by its .pth
+    run = subprocess.run(
+        [str(python(name)), str(HERE / script), *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=cwd,
+        timeout=timeout,
+    )
+    if run.returncode != 0:
+        pytest.fail(
+            f"{script} failed in the {name} venv (exit {run.returncode}):\n{run.stdout[-4000:]}\n{run.stderr[-8000:]}"
+        )
+    return json.loads(run.stdout.strip().splitlines()[-1])
