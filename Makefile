@@ -3,8 +3,11 @@
 PYTHON ?= python3.11
 VENV   ?= .venv
 BIN    := $(VENV)/bin
+# the venvs of ragas and deepeval (scripts/tool_venv.sh), whose tests run in them
+SIMKERNEL_TOOL_VENVS ?= .tool-venvs
+export SIMKERNEL_TOOL_VENVS
 
-.PHONY: demo test check setup models bench lint clean sanitize wheel neon
+.PHONY: demo test check setup models tool-venvs bench lint clean sanitize wheel neon
 
 ## demo: set everything up if needed, prepare the embedded default model (offline; the test models are not
 ## needed), then score the example answers on it.
@@ -12,8 +15,8 @@ demo: setup
 	$(BIN)/simkernel models prepare
 	$(BIN)/simkernel score examples/answers.csv --ground-truth ground_truth --predicted predicted --label label --output scored.csv
 
-## test: set everything up if needed, then run the whole test suite (CI runs exactly this).
-test: models
+## test: set everything up if needed (the tool venvs too), then run the whole test suite (CI runs exactly this).
+test: models tool-venvs
 	bash scripts/run_tests.sh $(BIN)/python
 
 ## check: the checks a maintainer relies on, as CI runs them before the tests: ruff lint, ruff format,
@@ -36,6 +39,15 @@ $(VENV)/.installed: pyproject.toml setup.py scripts/setup.sh
 models: setup
 	$(BIN)/simkernel models prepare
 	$(BIN)/python scripts/prepare_test_models.py
+
+## tool-venvs: the virtual environments of ragas and deepeval, whose installs cannot share $(VENV) (ragas
+## downgrades openai below haystack-ai's, deepeval adds pytest plugins to every session): scripts/tool_venv.sh,
+## rebuilt when pyproject.toml or the script changes; tests/integrations runs their checks in them.
+tool-venvs: $(SIMKERNEL_TOOL_VENVS)/ragas/.installed $(SIMKERNEL_TOOL_VENVS)/deepeval/.installed
+
+$(SIMKERNEL_TOOL_VENVS)/%/.installed: pyproject.toml scripts/tool_venv.sh | setup
+	bash scripts/tool_venv.sh $* $(PYTHON)
+	touch $@
 
 ## sanitize: the kernel built with -fsanitize=address,undefined (a copy in build/sanitize) and the kernel
 ## tests run against it; any sanitizer report fails (CI runs it after test).
