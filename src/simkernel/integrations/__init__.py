@@ -9,7 +9,13 @@ the tools), each with its own extra; a missing tool raises
 - :mod:`simkernel.integrations.llama_index`: ``SimkernelEmbedding``, a LlamaIndex ``BaseEmbedding``
   (extra ``llamaindex``);
 - :mod:`simkernel.integrations.haystack`: ``SimkernelTextEmbedder``, ``SimkernelDocumentEmbedder`` and
-  ``SimkernelSimilarityRanker``, Haystack components (extra ``haystack``).
+  ``SimkernelSimilarityRanker``, Haystack components (extra ``haystack``);
+- :mod:`simkernel.integrations.ragas`: ``SimkernelRagasEmbedding``, a ragas 0.4 ``BaseRagasEmbedding``
+  (extra ``ragas``);
+- :mod:`simkernel.integrations.deepeval`: ``SimkernelDeepEvalEmbedding``, a deepeval
+  ``DeepEvalBaseEmbeddingModel`` (extra ``deepeval``);
+- :mod:`simkernel.integrations.mlflow`: ``SimkernelSimilarityScorer``, an ``mlflow.genai.evaluate`` scorer,
+  and ``semantic_similarity_metric``, an ``mlflow.evaluate`` metric (extra ``mlflow``).
 
 ``TextEncoder.encode`` itself takes ``SentenceTransformer.encode``'s arguments, and ``similarity``, so
 code written for sentence-transformers runs on it unchanged.
