@@ -99,10 +99,7 @@ class RayEngine:
         blocks = self._blocks(pa, inputs, size)
         try:
             pool = self._start_pool()
-            yield from _regroup(self._scored(pool, blocks, window))
-            self.notes.append(
-                f"Ray: {self.blocks_scored} blocks of up to {size} rows, at most {self.max_in_flight_seen} in the object store at once (--ray-in-flight {window})"
-            )
+            yield from _regroup(self._scored(pool, blocks, window, size))
         except Exception as exc:
             if not type(exc).__module__.startswith("ray"):
                 raise
@@ -135,9 +132,11 @@ class RayEngine:
         return ActorPool(actors)
 
     def _scored(
-        self, pool: Any, blocks: Iterator[tuple[Any, bool]], window: int
+        self, pool: Any, blocks: Iterator[tuple[Any, bool]], window: int, size: int
     ) -> Iterator[tuple[Any, bool]]:
-        """The scored blocks in input order, with at most ``window`` blocks submitted and not yet back."""
+        """The scored blocks in input order, with at most ``window`` blocks submitted and not yet back; the
+        summary's note on them is added before the last one is handed on (a consumer that stops at the
+        last chunk never resumes this generator after it)."""
         lasts: deque[bool] = deque()
         for block, last in blocks:
             if len(lasts) >= window:
@@ -147,6 +146,10 @@ class RayEngine:
             lasts.append(last)
             self.max_in_flight_seen = max(self.max_in_flight_seen, len(lasts))
         while lasts:
+            if len(lasts) == 1:
+                self.notes.append(
+                    f"Ray: {self.blocks_scored} blocks of up to {size} rows, at most {self.max_in_flight_seen} in the object store at once (--ray-in-flight {window})"
+                )
             yield pool.get_next(), lasts.popleft()
 
     def _block(self, pa: Any, chunk: ChunkInputs, start: int, stop: int, first_row: int) -> Any:
