@@ -60,4 +60,4 @@ def test_the_comparison_tells_a_different_model_apart(result):
         np.array(result["numbers"]["huggingface"]),
     )
     assert np.abs(int8 - reference).max() > 10 * ATOL
-    np.testing.assert_allclose(int8, reference, atol=0.05)
+    np.testing.assert_allclose(int8, reference, atol=0.1)  # and still the same model, roughly
