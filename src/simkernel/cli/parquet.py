@@ -38,6 +38,11 @@ def parquet_columns(path: str, source: str) -> list[str]:
     return list(_open(path, source).schema_arrow.names)
 
 
+def parquet_rows(path: str, source: str) -> int:
+    """The rows of the Parquet file ``path`` (from its metadata)."""
+    return int(_open(path, source).metadata.num_rows)
+
+
 def _open(path: str, source: str) -> Any:
     pa, pq = pyarrow(), _pq()
     try:

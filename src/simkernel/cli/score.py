@@ -6,30 +6,32 @@ in moments, naming its line, exit 1, and nothing is written); then it is read ag
 rows at a time, each chunk scored and appended to the output beside OUT, which replaces OUT only when
 every row is in (:mod:`simkernel.cli.partial`). Memory holds about one chunk, plus 16 bytes per row
 for the scores and labels of the summary. ``--engine ray`` scores the chunks on a Ray cluster
-(:mod:`simkernel.cli.ray_engine`); the output is the same.
+(:mod:`simkernel.cli.ray_engine`); the output is the same. On CSV, TSV and Parquet it checks each chunk as
+it reads it for the workers instead of in a pass of its own (:mod:`simkernel.cli.survey`): a bad row then
+fails the run once the workers have started, and still nothing is written.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
 import time
 from array import array
-from dataclasses import dataclass, field
-from typing import Any
 
 from simkernel.cli.engines import make_engine
 from simkernel.cli.errors import CliError, DataError, UsageError
+from simkernel.cli.file_sets import is_file_set
+from simkernel.cli.fingerprint import fingerprint
 from simkernel.cli.io import STDIO, format_of
-from simkernel.cli.modes import english_only_note, no_references_note, non_latin_rows
+from simkernel.cli.modes import english_only_note, no_references_note
 from simkernel.cli.partial import PartialOutput, print_notice
 from simkernel.cli.progress import ProgressBar
 from simkernel.cli.readers import TableReader, open_table
 from simkernel.cli.rows import RowChecker, RowProblems, check_columns, columns_of
 from simkernel.cli.summary import Summary, summarize
+from simkernel.cli.survey import BadInput, Survey, checked_as_read, read_as_bad_input, rows_at_most, tally
 from simkernel.cli.thresholds import resolve_cli_threshold
-from simkernel.cli.writers import SUCCESS_COLUMN, OutputLayout, StdoutOutput
+from simkernel.cli.writers import OutputLayout, StdoutOutput, check_added_columns
 from simkernel.runtime.acquisition.registry import DEFAULT_MODEL
 
 
@@ -37,20 +39,6 @@ class Interrupted(CliError):
     """Ctrl-C while scoring: exit status 130, what was committed is kept for --resume."""
 
     exit_code = 130
-
-
-@dataclass
-class Survey:
-    """What the checking pass learns about the whole input: its rows, columns (JSONL: every key, in the
-    order first seen), labels (NaN where a row has none), and the counts behind the summary's notes."""
-
-    rows: int = 0
-    columns: dict[str, None] = field(default_factory=dict)
-    labels: array | None = None
-    non_latin: int = 0
-    no_references: int = 0
-    arrow_schema: Any = None
-    schema_error: DataError | None = None
 
 
 def run_score(args: argparse.Namespace) -> int:
@@ -63,25 +51,15 @@ def run_score(args: argparse.Namespace) -> int:
         from simkernel.cli.parquet import pyarrow
 
         pyarrow()  # the missing extra is named before any work
-    with open_table(args.file, args.input_format) as reader:
-        out_format = out_format or reader.format
-        if out_format == "parquet":
-            from simkernel.cli.parquet import pyarrow
+    if args.engine == "ray" and is_file_set(args.file):
+        from simkernel.cli.score_files import run_score_files
 
-            pyarrow()
-        columns = columns_of(args)
-        checker = RowChecker(args, columns, reader.format)
-        survey = _survey(reader, checker, columns, args, out_format)
-        layout = _layout(reader, survey, args, out_format, threshold)
-        engine = make_engine(args)
-        output = _open_output(args, reader, layout, survey.rows)
-        try:
-            load_s, score_s = _score(reader, checker, engine, output, survey, args)
-        finally:
-            engine.close()
+        output, survey, engine, load_s, score_s = run_score_files(args, threshold, out_format)
+    else:
+        output, survey, engine, load_s, score_s = _score_file(args, threshold, out_format)
     notes = [*threshold_notes, *engine.notes, *_notes(args, survey)]
     if output.rows_done != survey.rows:  # pragma: no cover - the input changed while it was scored
-        raise DataError(f"{reader.source} changed while it was being scored; score it again")
+        raise DataError(f"{args.file} changed while it was being scored; score it again")
     scored_now = output.rows_done - output.resumed_rows
     if output.resumed_rows:
         notes.append(
@@ -105,6 +83,27 @@ def run_score(args: argparse.Namespace) -> int:
     if not args.quiet:
         summary.print()
     return 0
+
+
+def _score_file(args: argparse.Namespace, threshold: float | None, out_format: str | None) -> tuple:
+    """Check and score one file (or stdin); returns (output, survey, engine, load_s, score_s)."""
+    with open_table(args.file, args.input_format) as reader:
+        out_format = out_format or reader.format
+        if out_format == "parquet":
+            from simkernel.cli.parquet import pyarrow
+
+            pyarrow()
+        columns = columns_of(args)
+        checker = RowChecker(args, columns, reader.format)
+        survey = _survey(reader, checker, columns, args, out_format)
+        layout = _layout(reader, survey, args, out_format, threshold)
+        engine = make_engine(args)
+        output = _open_output(args, reader, layout, survey.expected_rows)
+        try:
+            load_s, score_s = _score(reader, checker, engine, output, survey, args)
+        finally:
+            engine.close()
+    return output, survey, engine, load_s, score_s
 
 
 def _check_options(args: argparse.Namespace) -> None:
@@ -151,43 +150,26 @@ def check_mode_options(args: argparse.Namespace) -> None:
         )
 
 
-def _check_added_columns(found_columns: list[str], source: str, args: argparse.Namespace) -> None:
-    """The columns the output adds must not overwrite input columns."""
-    added = [args.score_column]
-    if args.threshold is not None or args.mode == "reference":
-        added.append(SUCCESS_COLUMN)
-    clash = [name for name in added if name in found_columns]
-    if clash:
-        fix = (
-            "pass --score-column NAME to name the score column differently"
-            if clash[0] == args.score_column
-            else "rename that column in the input"
-        )
-        raise DataError(
-            f"{source} already has a column {clash[0]!r}, which the output would overwrite; {fix}"
-        )
-
-
 def _survey(
     reader: TableReader, checker: RowChecker, columns: dict[str, str], args, out_format: str
 ) -> Survey:
-    """The checking pass: every row read and checked, nothing scored; raises the first problem found."""
+    """The checking pass: every row read and checked, nothing scored; raises the first problem found.
+    ``--engine ray`` on CSV, TSV or Parquet checks the header only here and every row while it scores
+    (:mod:`simkernel.cli.survey`)."""
     jsonl = reader.format == "jsonl"
     if not jsonl:
         check_columns(columns, reader.columns, reader.source, args)
-        _check_added_columns(reader.columns, reader.source, args)
+        check_added_columns(reader.columns, reader.source, args)
     problems = RowProblems(reader.source, reader.unit)
     survey = Survey(columns=dict.fromkeys(reader.columns), labels=array("d") if args.label else None)
+    if args.engine == "ray" and not jsonl:
+        survey.streaming = True
+        survey.rows_at_most = rows_at_most(reader.path, reader.format)
+        return survey
     infer_schema = out_format == "parquet" and jsonl
     for chunk in reader.chunks(args.chunk_rows):
         inputs = checker.check(chunk.rows, chunk.lines, problems)
-        survey.rows += len(chunk)
-        if survey.labels is not None:
-            survey.labels.extend(float("nan") if v is None else v for v in inputs.labels or ())
-        if args.mode != "exact":
-            survey.non_latin += non_latin_rows(inputs.predicted, inputs.targets)
-        if args.mode == "reference":
-            survey.no_references += sum(1 for refs in inputs.targets if not refs)
+        tally(survey, inputs, args)
         if jsonl:
             for row in chunk.rows:
                 survey.columns.update(dict.fromkeys(row))
@@ -202,7 +184,7 @@ def _survey(
                 survey.schema_error = exc
     if jsonl and survey.rows:
         check_columns(columns, list(survey.columns), reader.source, args)
-        _check_added_columns(list(survey.columns), reader.source, args)
+        check_added_columns(list(survey.columns), reader.source, args)
     problems.raise_if_any()
     if survey.schema_error is not None:
         raise survey.schema_error
@@ -222,29 +204,6 @@ def _layout(
     )
 
 
-def _fingerprint(args, reader: TableReader) -> dict[str, Any]:
-    """What makes a run's output: the input file (path, size, modification time) and every option that
-    changes the output (not the engine, threads or batch size: scores do not depend on them)."""
-    stat = os.stat(reader.path)
-    return {
-        "input": os.path.abspath(reader.path),
-        "input_bytes": stat.st_size,
-        "input_mtime_ns": stat.st_mtime_ns,
-        "input_format": reader.format,
-        "output_format": args.output_format or format_of(args.output),
-        "mode": args.mode,
-        "columns": columns_of(args),
-        "label": args.label,
-        "model": args.model or (DEFAULT_MODEL if args.mode != "exact" else None),
-        "precision": args.precision,
-        "aggregation": args.aggregation,
-        "threshold": args.threshold,
-        "score_column": args.score_column,
-        "allow_empty": args.allow_empty,
-        "chunk_rows": args.chunk_rows,
-    }
-
-
 def _open_output(
     args, reader: TableReader, layout: OutputLayout, total_rows: int
 ) -> StdoutOutput | PartialOutput:
@@ -252,7 +211,12 @@ def _open_output(
         return StdoutOutput(layout)
     notice = (lambda message: None) if args.quiet else print_notice
     return PartialOutput(
-        args.output, layout, _fingerprint(args, reader), args.resume, notice, total_rows=total_rows
+        args.output,
+        layout,
+        fingerprint(args, reader.path, reader.format),
+        args.resume,
+        notice,
+        total_rows=total_rows,
     )
 
 
@@ -261,25 +225,30 @@ def _score(
 ) -> tuple[float, float]:
     """The scoring pass; returns (model load seconds, scoring seconds)."""
     skip = output.rows_done
+    total = survey.expected_rows
     load_s = score_s = 0.0
+    problems = RowProblems(reader.source, reader.unit)
+    if survey.streaming:  # each chunk checked as it is read for the engine
+        inputs = checked_as_read(reader.chunks(args.chunk_rows), checker, problems, survey, args, skip)
+    else:
+        inputs = (checker.check(c.rows, c.lines, problems) for c in reader.chunks(args.chunk_rows, skip))
     try:
-        if survey.rows > skip:
+        if total > skip:
             load_started = time.perf_counter()
             engine.load()
             score_started = time.perf_counter()
             load_s = score_started - load_started
-            problems = RowProblems(reader.source, reader.unit)
-            inputs = (checker.check(c.rows, c.lines, problems) for c in reader.chunks(args.chunk_rows, skip))
-            chunks = reader.chunks(args.chunk_rows, skip)
-            with ProgressBar(
-                survey.rows, "scoring", enabled=False if args.quiet else None, initial=skip
-            ) as bar:
-                for chunk, scores in zip(chunks, engine.scores(inputs, survey.rows - skip), strict=True):
+            chunks = read_as_bad_input(reader.chunks(args.chunk_rows, skip))
+            with ProgressBar(total, "scoring", enabled=False if args.quiet else None, initial=skip) as bar:
+                for chunk, scores in zip(chunks, engine.scores(inputs, total - skip), strict=True):
                     if len(scores) != len(chunk):  # pragma: no cover - a contract violation of the engine
                         raise DataError(f"the scorer returned {len(scores)} scores for {len(chunk)} rows")
                     output.commit(output.layout.render(chunk, scores), scores)
                     bar.update(len(chunk))
             score_s = time.perf_counter() - score_started
+        if survey.streaming:
+            for _ in inputs:  # pragma: no cover - rows the bound missed: checked (they fail the run below)
+                pass
         output.finish()
     except KeyboardInterrupt:
         output.keep_for_resume()
@@ -289,9 +258,11 @@ def _score(
         raise Interrupted(
             f"interrupted; {args.output} was not touched" + (kept if output.rows_done else "")
         ) from None
-    except BaseException:
-        # rows already committed are kept for --resume (a cluster failure hours in should not cost them)
-        if output.rows_done:
+    except BaseException as exc:
+        # rows already committed are kept for --resume (a cluster failure hours in should not cost them);
+        # a bad row found while scoring leaves nothing of this run, as when the checking pass finds it first
+        bad_row = isinstance(exc, BadInput) and not output.resumed_rows
+        if output.rows_done and not bad_row:
             output.keep_for_resume()
         else:
             output.discard()

@@ -18,8 +18,27 @@ from array import array
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from simkernel.cli.errors import DataError
+
 SUCCESS_COLUMN = "success"
 _DELIMITERS = {"csv": ",", "tsv": "\t"}
+
+
+def check_added_columns(found_columns: list[str], source: str, args: Any) -> None:
+    """The columns the output adds must not overwrite input columns."""
+    added = [args.score_column]
+    if args.threshold is not None or args.mode == "reference":
+        added.append(SUCCESS_COLUMN)
+    clash = [name for name in added if name in found_columns]
+    if clash:
+        fix = (
+            "pass --score-column NAME to name the score column differently"
+            if clash[0] == args.score_column
+            else "rename that column in the input"
+        )
+        raise DataError(
+            f"{source} already has a column {clash[0]!r}, which the output would overwrite; {fix}"
+        )
 
 
 def render_rows(rows: Iterable[dict[str, Any]], columns: Sequence[str], fmt: str, header: bool) -> bytes:
