@@ -67,18 +67,10 @@ def test_a_bad_row_late_in_the_file_names_its_lines_and_nothing_is_written(ray_c
     assert not out.exists() and not partial_dir(out).exists()  # the chunks before it are not kept either
 
 
-def test_a_killed_run_resumes_to_the_local_engines_output(ray_cluster, folder):
-    source = write_csv(distinct_rows(400), folder / "resume.csv")
-    common = [source, "--chunk-rows", CHUNK, "--label", "label", "-q"]
-    local = score(*common, "-o", folder / "resume-local.csv", "--summary-json", folder / "local.json")
-    assert local.returncode == 0, local.stderr.decode()
-    out, summary = folder / "resume-ray.csv", folder / "ray.json"
-    process = subprocess.Popen(
-        argv(*common, "-o", out, *ray_args(ray_cluster)),
-        env=ray_cluster.env(),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
+def kill_once_committed(command: list[str], env: dict, out: Path, rows: int) -> int | None:
+    """Run ``command``; SIGKILL it once ``rows`` rows of ``out`` are committed; the rows then (None: it
+    ended first)."""
+    process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     killed_at = None
     deadline = time.monotonic() + 400
     while process.poll() is None and time.monotonic() < deadline:
@@ -86,29 +78,58 @@ def test_a_killed_run_resumes_to_the_local_engines_output(ray_cluster, folder):
             done = json.loads((partial_dir(out) / "state.json").read_text(encoding="utf-8"))["rows"]
         except (OSError, ValueError, KeyError):
             done = 0
-        if done >= CHUNK:
+        if done >= rows:
             process.send_signal(signal.SIGKILL)
             killed_at = done
             break
         time.sleep(0.005)
     process.communicate(timeout=120)
-    assert killed_at is not None and killed_at < 400, "the run ended before it could be killed"
+    return killed_at
+
+
+def resume_and_compare(
+    common: list, out: Path, local: Path, cluster, killed_at: int | None, total: int
+) -> None:
+    assert killed_at is not None and killed_at < total, "the run ended before it could be killed"
     assert not out.exists()
+    summary = out.with_suffix(".json")
     resumed = score(
-        *common,
-        "-o",
-        out,
-        "--resume",
-        "--summary-json",
-        summary,
-        *ray_args(ray_cluster),
-        env=ray_cluster.env(),
+        *common, "-o", out, "--resume", "--summary-json", summary, *ray_args(cluster), env=cluster.env()
     )
     assert resumed.returncode == 0, resumed.stderr.decode()
-    assert out.read_bytes() == (folder / "resume-local.csv").read_bytes()
-    assert figures(summary) == figures(folder / "local.json")  # labels of the resumed rows counted too
+    assert out.read_bytes() == local.read_bytes()
+    assert figures(summary) == figures(local.with_suffix(".json"))  # the resumed rows' labels count too
     notes = json.loads(summary.read_text(encoding="utf-8"))["notes"]
     assert any(n.startswith(f"resumed: {killed_at} rows came from the interrupted run") for n in notes)
+
+
+def test_a_killed_run_resumes_to_the_local_engines_output(ray_cluster, folder):
+    source = write_csv(distinct_rows(400), folder / "resume.csv")
+    common = [source, "--chunk-rows", CHUNK, "--label", "label", "-q"]
+    local = folder / "resume-local.csv"
+    result = score(*common, "-o", local, "--summary-json", local.with_suffix(".json"))
+    assert result.returncode == 0, result.stderr.decode()
+    out = folder / "resume-ray.csv"
+    command = argv(*common, "-o", out, *ray_args(ray_cluster))
+    killed_at = kill_once_committed(command, ray_cluster.env(), out, CHUNK)
+    resume_and_compare(common, out, local, ray_cluster, killed_at, 400)
+
+
+def test_a_killed_file_set_run_resumes_to_the_local_engines_output(ray_cluster, folder):
+    rows = distinct_rows(400)
+    parts = folder / "resume-parts"
+    parts.mkdir()
+    for name, start, stop in (("a", 0, 100), ("b", 100, 200), ("c", 200, 400)):
+        write_csv(rows[start:stop], parts / f"{name}.csv")
+    whole = write_csv(rows, folder / "resume-whole.csv")
+    local = folder / "resume-parts-local.csv"
+    flags = ["--chunk-rows", CHUNK, "--label", "label", "-q"]
+    result = score(whole, "-o", local, "--summary-json", local.with_suffix(".json"), *flags)
+    assert result.returncode == 0, result.stderr.decode()
+    out = folder / "resume-parts-ray.csv"
+    command = argv(parts, *flags, "-o", out, *ray_args(ray_cluster))
+    killed_at = kill_once_committed(command, ray_cluster.env(), out, 3 * CHUNK)  # file a wholly committed
+    resume_and_compare([parts, *flags], out, local, ray_cluster, killed_at, 400)
 
 
 def test_a_folder_of_csv_files_is_read_on_the_nodes_in_sorted_order(ray_cluster, folder):
