@@ -16,7 +16,9 @@ HERE = Path(__file__).resolve().parent
 
 def python(name: str) -> Path:
     """The tool venv's interpreter; a missing venv is a failure naming the command that builds it."""
-    root = Path(os.environ.get("SIMKERNEL_TOOL_VENVS") or REPO / ".tool-venvs")
+    # a relative SIMKERNEL_TOOL_VENVS (the Makefile exports ".tool-venvs") is the repository's: the checks run
+    # in a temporary working folder, where a relative interpreter path would not resolve
+    root = REPO / os.environ.get("SIMKERNEL_TOOL_VENVS", ".tool-venvs")
     interpreter = root / name / "bin" / "python"
     if not interpreter.is_file():
         pytest.fail(
