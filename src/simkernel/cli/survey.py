@@ -92,15 +92,18 @@ def read_as_bad_input(chunks: Iterator[Chunk]) -> Iterator[Chunk]:
 
 
 def rows_at_most(path: str, fmt: str) -> int:
-    """An upper bound of the rows of a CSV/TSV file (its line ends: a row ends at one, or at the file's
-    end, and the header takes one), the exact count of a Parquet file (its metadata); read fast."""
+    """An upper bound of the rows of a CSV/TSV file (its lines, counted by their ends, less the header's:
+    a row takes one line or more), the exact count of a Parquet file (its metadata); read fast."""
     if fmt == "parquet":
         from simkernel.cli.parquet import parquet_rows
 
         return parquet_rows(path, path)
     newlines = returns = 0
+    last = b""
     with open(path, "rb") as handle:
         while block := handle.read(1 << 20):
             newlines += block.count(b"\n")
             returns += block.count(b"\r")
-    return max(newlines, returns)
+            last = block[-1:]
+    lines = max(newlines, returns) + (0 if last in (b"\n", b"\r") else 1)
+    return max(0, lines - 1)
