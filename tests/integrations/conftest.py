@@ -1,8 +1,10 @@
 """Fixtures of the integration tests: the prepared default model, sentence-transformers on the same
 checkpoint (the reference numbers) and the test cross-encoder.
 
-The adapters are tested against the real tools, installed by scripts/setup.sh with their extras; a missing
-tool or model is a failure naming what to run, never a skip.
+The adapters are tested against the real tools: installed into the main venv by scripts/setup.sh with their
+extras, or, for ragas and deepeval (whose installs cannot share it), into their own venvs by
+scripts/tool_venv.sh (`make test` builds them; tool_venv.py runs the checks there). A missing tool, venv or
+model is a failure naming what to run, never a skip.
 """
 
 from __future__ import annotations
