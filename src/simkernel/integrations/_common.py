@@ -33,6 +33,12 @@ def shared_encoder(model: str = DEFAULT_MODEL, precision: str = "fp32", threads:
     return get_text_encoder(model, precision=precision, threads=threads)
 
 
-def as_lists(matrix: Any) -> list[list[float]]:
-    """Rows of a float32 matrix as lists of Python floats (what the tools' embedding APIs return)."""
-    return matrix.tolist()
+def embed(encoder: Any, texts: list[str], batch_size: int, normalize: bool) -> list[list[float]]:
+    """One vector per text, in order, from ONE encoder call for the whole list, as lists of Python floats
+    (what the tools' embedding APIs return)."""
+    return encoder.encode(texts, batch_size=batch_size, normalize=normalize).tolist()
+
+
+async def aembed(encoder: Any, texts: list[str], batch_size: int, normalize: bool) -> list[list[float]]:
+    """:func:`embed` awaited on the encoder's ``aencode`` (shared passes; the event loop is never blocked)."""
+    return (await encoder.aencode(texts, batch_size=batch_size, normalize=normalize)).tolist()

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from simkernel.integrations._common import as_lists, check_settings, require, shared_encoder
+from simkernel.integrations._common import aembed, check_settings, embed, require, shared_encoder
 from simkernel.runtime.acquisition.registry import DEFAULT_MODEL
 from simkernel.runtime.inference.inputs import check_batch_size
 
@@ -73,15 +73,14 @@ class SimkernelDeepEvalEmbedding(DeepEvalBaseEmbeddingModel):
 
     def embed_texts(self, texts: list[str]) -> list[list[float]]:
         """One vector per text, in order: one encoder call for the whole list."""
-        return as_lists(self.model.encode(list(texts), batch_size=self.batch_size, normalize=self.normalize))
+        return embed(self.model, list(texts), self.batch_size, self.normalize)
 
     def embed_text(self, text: str) -> list[float]:
         return self.embed_texts([text])[0]
 
     async def a_embed_texts(self, texts: list[str]) -> list[list[float]]:
         """:meth:`embed_texts` awaited on :meth:`~simkernel.runtime.TextEncoder.aencode`."""
-        matrix = await self.model.aencode(list(texts), batch_size=self.batch_size, normalize=self.normalize)
-        return as_lists(matrix)
+        return await aembed(self.model, list(texts), self.batch_size, self.normalize)
 
     async def a_embed_text(self, text: str) -> list[float]:
         return (await self.a_embed_texts([text]))[0]

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from simkernel.integrations._common import as_lists, check_settings, require, shared_encoder
+from simkernel.integrations._common import aembed, check_settings, embed, require, shared_encoder
 from simkernel.runtime.acquisition.registry import DEFAULT_MODEL
 from simkernel.runtime.inference.inputs import check_batch_size
 
@@ -69,15 +69,14 @@ class SimkernelEmbeddings(Embeddings):
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
         """One vector per text, in order: one encoder call for the whole list."""
-        return as_lists(self.encoder.encode(texts, batch_size=self.batch_size, normalize=self.normalize))
+        return embed(self.encoder, texts, self.batch_size, self.normalize)
 
     def embed_query(self, text: str) -> list[float]:
         return self.embed_documents([text])[0]
 
     async def aembed_documents(self, texts: list[str]) -> list[list[float]]:
         """:meth:`embed_documents` awaited on :meth:`~simkernel.runtime.TextEncoder.aencode`."""
-        matrix = await self.encoder.aencode(texts, batch_size=self.batch_size, normalize=self.normalize)
-        return as_lists(matrix)
+        return await aembed(self.encoder, texts, self.batch_size, self.normalize)
 
     async def aembed_query(self, text: str) -> list[float]:
         return (await self.aembed_documents([text]))[0]

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from simkernel.integrations._common import as_lists, check_settings, require, shared_encoder
+from simkernel.integrations._common import aembed, check_settings, embed, require, shared_encoder
 from simkernel.runtime.acquisition.registry import DEFAULT_MODEL
 from simkernel.runtime.inference.inputs import check_batch_size
 
@@ -81,11 +81,10 @@ class SimkernelEmbedding(BaseEmbedding):
 
     def _get_text_embeddings(self, texts: list[str]) -> list[list[float]]:
         """One vector per text, in order: one encoder call for the whole list."""
-        return as_lists(self.encoder.encode(texts, batch_size=self.batch_size, normalize=self.normalize))
+        return embed(self.encoder, texts, self.batch_size, self.normalize)
 
     async def _aget_text_embeddings(self, texts: list[str]) -> list[list[float]]:
-        matrix = await self.encoder.aencode(texts, batch_size=self.batch_size, normalize=self.normalize)
-        return as_lists(matrix)
+        return await aembed(self.encoder, texts, self.batch_size, self.normalize)
 
     def _get_query_embedding(self, query: str) -> list[float]:
         return self._get_text_embeddings([query])[0]

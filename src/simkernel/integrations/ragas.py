@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from simkernel.integrations._common import as_lists, check_settings, require, shared_encoder
+from simkernel.integrations._common import aembed, check_settings, embed, require, shared_encoder
 from simkernel.runtime.acquisition.registry import DEFAULT_MODEL
 from simkernel.runtime.inference.inputs import check_batch_size
 
@@ -85,11 +85,10 @@ class SimkernelRagasEmbedding(BaseRagasEmbedding):
         return self._encoder
 
     def _encode(self, texts: list[str]) -> list[list[float]]:
-        return as_lists(self.encoder.encode(texts, batch_size=self.batch_size, normalize=self.normalize))
+        return embed(self.encoder, texts, self.batch_size, self.normalize)
 
     async def _aencode(self, texts: list[str]) -> list[list[float]]:
-        matrix = await self.encoder.aencode(texts, batch_size=self.batch_size, normalize=self.normalize)
-        return as_lists(matrix)
+        return await aembed(self.encoder, texts, self.batch_size, self.normalize)
 
     def embed_text(self, text: str, **kwargs: Any) -> list[float]:
         """The vector of one text."""
