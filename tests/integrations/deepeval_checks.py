@@ -20,6 +20,7 @@ from deepeval.metrics.utils import initialize_embedding_model
 from deepeval.models import DeepEvalBaseEmbeddingModel, DeepEvalBaseLLM
 from deepeval.synthesizer.config import ContextConstructionConfig
 from deepeval.synthesizer.synthesizer import ContextWithSources, Synthesizer
+from encoder_calls import counted_calls
 from loop_probe import distinct_texts, run_with_ticker
 from sentence_transformers import SentenceTransformer
 
@@ -152,21 +153,9 @@ def main() -> None:
 
     @check
     def one_encoder_call_per_list():
-        encoder = ours.model
-        calls = []
-        encode, aencode = encoder.encode, encoder.aencode
-        encoder.encode = lambda t, **kw: calls.append(("encode", len(t))) or encode(t, **kw)
-
-        async def counted(t, **kw):
-            calls.append(("aencode", len(t)))
-            return await aencode(t, **kw)
-
-        encoder.aencode = counted
-        try:
+        with counted_calls(ours.model) as calls:
             ours.embed_texts(TEXTS)
             asyncio.run(ours.a_embed_texts(TEXTS))
-        finally:
-            del encoder.encode, encoder.aencode
         assert calls == [("encode", len(TEXTS)), ("aencode", len(TEXTS))], calls
 
     @check

@@ -17,6 +17,7 @@ import sys
 import traceback
 
 import numpy as np
+from encoder_calls import counted_calls
 from loop_probe import distinct_texts, run_with_ticker
 from ragas.embeddings import HuggingFaceEmbeddings
 from ragas.embeddings.base import BaseRagasEmbedding
@@ -100,21 +101,9 @@ def main() -> None:
 
     @check
     def one_encoder_call_per_list():
-        encoder = ours.encoder
-        calls = []
-        encode, aencode = encoder.encode, encoder.aencode
-        encoder.encode = lambda t, **kw: calls.append(("encode", len(t))) or encode(t, **kw)
-
-        async def counted(t, **kw):
-            calls.append(("aencode", len(t)))
-            return await aencode(t, **kw)
-
-        encoder.aencode = counted
-        try:
+        with counted_calls(ours.encoder) as calls:
             ours.embed_texts(TEXTS)
             asyncio.run(ours.aembed_texts(TEXTS))
-        finally:
-            del encoder.encode, encoder.aencode
         assert calls == [("encode", len(TEXTS)), ("aencode", len(TEXTS))], calls
 
     @check
