@@ -25,20 +25,10 @@ import sys
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
-from support import REPO, Worker, peer_python
+from support import REPO, Worker, cpu_flags, peer_python
 
 ENGINES = ("ST onnx", "ST onnx int8", "ST openvino f32", "ST openvino bf16")
 MODELS = REPO / ".bench-venvs" / "st-backends-models"
-
-
-def cpu_flags() -> set[str]:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("flags"):
-                return set(line.split(":", 1)[1].split())
-    except OSError:
-        pass
-    return set()
 
 
 def available(names: Iterable[str] = ENGINES) -> list[str]:

@@ -177,9 +177,8 @@ SIMD_FLAGS = ("avx2", "fma", "avx512f", "avx512bw", "avx512vl", "avx512_vnni", "
               "amx_tile", "amx_int8", "amx_bf16")  # fmt: skip
 
 
-def machine() -> str:
-    """One line for a table's notes: CPU model, cores, the SIMD flags that matter to the kernels and to
-    onnxruntime's int8 (VNNI), the load average, the date (UTC)."""
+def _cpuinfo() -> tuple[str, set[str]]:
+    """(the CPU's model name, its flags) from /proc/cpuinfo; empty where there is none."""
     model, flags = "", set()
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
@@ -189,6 +188,18 @@ def machine() -> str:
                 flags = set(line.split(":", 1)[1].split())
     except OSError:
         pass
+    return model, flags
+
+
+def cpu_flags() -> set[str]:
+    """The CPU's flags (/proc/cpuinfo), e.g. ``avx512_vnni``; empty where they cannot be read."""
+    return _cpuinfo()[1]
+
+
+def machine() -> str:
+    """One line for a table's notes: CPU model, cores, the SIMD flags that matter to the kernels and to
+    onnxruntime's int8 (VNNI), the load average, the date (UTC)."""
+    model, flags = _cpuinfo()
     model = model or platform.processor() or platform.machine()
     present = [f for f in SIMD_FLAGS if f in flags]
     absent = [f for f in ("avx512f", "avx512_vnni", "avx512_bf16", "amx_tile") if f not in flags]
