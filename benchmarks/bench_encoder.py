@@ -54,6 +54,7 @@ from support import (
     sas_pairs,
     serve,
     simkernel_encoder,
+    simkernel_package_mb,
     st_encoder,
     store_bundle,
 )
@@ -215,7 +216,7 @@ def _python_of(name: str) -> str:
 
 def install_sizes(names: list[str]) -> dict[str, float]:
     """MB on disk per engine: its requirement's closure in its interpreter (simkernel: plus its package)."""
-    package = sum(f.stat().st_size for f in (REPO / "src" / "simkernel").rglob("*") if f.is_file()) / 2**20
+    package = simkernel_package_mb()
     sizes = {}
     for name in names:
         venv, requirement = INSTALLS[name]
@@ -225,22 +226,34 @@ def install_sizes(names: list[str]) -> dict[str, float]:
 
 
 # ------------------------------------------------------------------------------ fastembed's worker
-def fastembed_model(bundle: str, threads: int):
-    """fastembed on the bundle's ``model.onnx`` (mean pooling, normalised): ``encode(texts, batch_size)``."""
-    import numpy as np
+FASTEMBED_MODEL = "local/all-MiniLM-L6-v2"
+
+
+def register_fastembed_model() -> str:
+    """Register all-MiniLM-L6-v2 with fastembed as a custom model (mean pooling, normalised, dim 384, the
+    file ``model.onnx``), so that ``TextEmbedding(FASTEMBED_MODEL, specific_model_path=BUNDLE)`` runs the
+    store bundle offline; returns the name. Once per process (fastembed refuses a second registration)."""
     from fastembed import TextEmbedding
     from fastembed.common.model_description import ModelSource, PoolingType
 
     TextEmbedding.add_custom_model(
-        model="local/all-MiniLM-L6-v2",
+        model=FASTEMBED_MODEL,
         pooling=PoolingType.MEAN,
         normalization=True,
         sources=ModelSource(hf=MODEL_ID),
         dim=384,
         model_file="model.onnx",
     )
+    return FASTEMBED_MODEL
+
+
+def fastembed_model(bundle: str, threads: int):
+    """fastembed on the bundle's ``model.onnx`` (mean pooling, normalised): ``encode(texts, batch_size)``."""
+    import numpy as np
+    from fastembed import TextEmbedding
+
     model = TextEmbedding(
-        "local/all-MiniLM-L6-v2", specific_model_path=bundle, threads=threads, local_files_only=True
+        register_fastembed_model(), specific_model_path=bundle, threads=threads, local_files_only=True
     )
     return lambda texts, batch_size=32: np.array(list(model.embed(texts, batch_size=batch_size)))
 

@@ -97,6 +97,14 @@ def simkernel_encoder(threads: int, precision: str, bundle: Path | None = None) 
     return lambda texts, batch_size=32: enc.encode(texts, batch_size=batch_size)
 
 
+def simkernel_precisions() -> list[str]:
+    """fp32 and int8, and bf16 where this machine runs it (a CPU with avx512_bf16 / amx_bf16 and
+    openvino installed; simkernel refuses bf16 elsewhere)."""
+    from simkernel.runtime.inference.bf16 import cpu_bf16_reason, openvino_reason
+
+    return ["fp32", "int8"] + ([] if cpu_bf16_reason() or openvino_reason() else ["bf16"])
+
+
 # ------------------------------------------------------------------------------------------ the timer
 def alternate(
     engines: Mapping[str, Callable[[], object]],
@@ -291,8 +299,8 @@ try:
     from packaging.requirements import Requirement
 except ImportError:
     from pip._vendor.packaging.requirements import Requirement
-def closure(spec):
-    seen, todo = {}, [Requirement(spec)]
+def closure(specs):
+    seen, todo = {}, [Requirement(spec) for spec in specs]
     while todo:
         req = todo.pop()
         key = re.sub(r"[-_.]+", "-", req.name).lower()
@@ -310,7 +318,7 @@ def closure(spec):
                 todo.append(sub)
     return seen
 total = 0
-for key in closure(sys.argv[1]):
+for key in closure(sys.argv[1:]):
     dist = md.distribution(key)
     for f in dist.files or []:
         try:
@@ -321,13 +329,28 @@ print(json.dumps({"mb": total / 2**20}))
 """
 
 
-def install_size_mb(python: str, requirement: str) -> float:
-    """MB on disk of ``requirement`` (e.g. ``"sentence-transformers[onnx]"``) and everything it requires,
-    as installed for the interpreter ``python``: the sum of the files in the distributions' RECORDs (an
-    editable install counts only its link, so add its source folder yourself)."""
+def simkernel_package_mb() -> float:
+    """MB on disk of simkernel's own package (src/simkernel with its built extension): what
+    :func:`install_size_mb` does not see of an editable or path install."""
+    return sum(f.stat().st_size for f in (REPO / "src" / "simkernel").rglob("*") if f.is_file()) / 2**20
+
+
+def simkernel_requirements(*extras: str) -> list[str]:
+    """simkernel's requirements as pyproject.toml declares them: its dependencies and those of ``extras``."""
+    import tomllib
+
+    project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    return project["dependencies"] + [r for e in extras for r in project["optional-dependencies"][e]]
+
+
+def install_size_mb(python: str, *requirements: str) -> float:
+    """MB on disk of ``requirements`` (e.g. ``"sentence-transformers[onnx]"``; several: the union) and
+    everything they require, as installed for the interpreter ``python``, each distribution counted once:
+    the sum of the files in the distributions' RECORDs (an editable install counts only its link, so add
+    its source folder yourself)."""
     import json
 
     out = subprocess.run(
-        [python, "-c", _INSTALL_SIZE, requirement], capture_output=True, text=True, check=True
+        [python, "-c", _INSTALL_SIZE, *requirements], capture_output=True, text=True, check=True
     )
     return float(json.loads(out.stdout)["mb"])
