@@ -60,14 +60,15 @@ neon:
 	bash scripts/neon_test.sh
 
 ## bench: every product benchmark, side by side with its peers (benchmarks/README.md); the peers that need
-## their own virtual environment (fastembed, eval_lib, sentence-transformers' onnx/openvino backends) are built first.
-bench: models
+## their own virtual environment (fastembed, eval_lib, sentence-transformers' onnx/openvino backends, LangChain's and
+## LlamaIndex's HuggingFace embeddings; ragas in its tool venv) are built first.
+bench: models tool-venvs
 	$(BIN)/python -m pip install --disable-pip-version-check -q -e '.[bench]'
-	bash benchmarks/peer_venv.sh fastembed
-	bash benchmarks/peer_venv.sh eval_lib
-	bash benchmarks/peer_venv.sh st-backends
-	for b in bench_kernels bench_encoder bench_sas bench_reference_match sas_accuracy; do \
+	for peer in fastembed eval_lib st-backends adapters; do bash benchmarks/peer_venv.sh $$peer || exit 1; done
+	for b in bench_kernels bench_encoder bench_sas bench_reference_match sas_accuracy bench_integrations bench_installs; do \
 		$(BIN)/python benchmarks/$$b.py || exit 1; done
+	.bench-venvs/adapters/bin/python benchmarks/bench_adapters.py
+	$(SIMKERNEL_TOOL_VENVS)/ragas/bin/python benchmarks/bench_ragas.py
 
 ## wheel: the binary wheel (kernel compiled; installs without a compiler), repaired by auditwheel to a
 ## manylinux tag, into dist/ (scripts/build_wheel.sh; cibuildwheel's Linux x86_64 build, run here without docker).
