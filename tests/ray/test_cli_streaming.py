@@ -67,6 +67,42 @@ def test_a_bad_row_late_in_the_file_names_its_lines_and_nothing_is_written(ray_c
     assert not out.exists() and not partial_dir(out).exists()  # the chunks before it are not kept either
 
 
+def test_jsonl_to_jsonl_streams_to_the_local_engines_bytes(ray_cluster, folder):
+    rows = distinct_rows(130)  # Russian and Chinese rows among them (scale_data.OTHER_LANGUAGES)
+    for i, row in enumerate(rows):
+        if i % 7 == 0:
+            row["ground_truth"] = [row["ground_truth"], f"another answer {i}"]  # several ground truths
+        if i % 11 == 0:
+            row[f"only_in_row_{i}"] = {"nested": [i, None]}  # a key few rows have, kept as it is
+    source = folder / "rows.jsonl"
+    source.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    common = ["--chunk-rows", CHUNK, "--label", "label", "-q"]
+    local = score(source, "-o", folder / "local.jsonl", "--summary-json", folder / "local.json", *common)
+    assert local.returncode == 0, local.stderr.decode()
+    out, summary = folder / "ray.jsonl", folder / "ray.json"
+    result = score(
+        source, "-o", out, "--summary-json", summary, *common, *ray_args(ray_cluster), env=ray_cluster.env()
+    )
+    assert result.returncode == 0, result.stderr.decode()
+    assert out.read_bytes() == (folder / "local.jsonl").read_bytes()
+    assert figures(summary) == figures(folder / "local.json")
+    notes = json.loads(summary.read_text(encoding="utf-8"))["notes"]
+    assert any(n.startswith("Ray: 10 blocks of up to 17 rows") for n in notes), notes  # 130 rows, 2 workers
+
+
+def test_a_jsonl_row_late_with_the_score_column_leaves_nothing(ray_cluster, folder):
+    rows = distinct_rows(120)
+    rows[100]["score"] = 0.9  # in the 3rd chunk: the column the output would overwrite
+    source = folder / "clash.jsonl"
+    source.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    out = folder / "clash-out.jsonl"
+    result = score(source, "-o", out, "--chunk-rows", CHUNK, *ray_args(ray_cluster), env=ray_cluster.env())
+    err = result.stderr.decode()
+    assert result.returncode == 1, err
+    assert f"{source} already has a column 'score', which the output would overwrite" in err
+    assert not out.exists() and not partial_dir(out).exists()
+
+
 def kill_once_committed(command: list[str], env: dict, out: Path, rows: int) -> int | None:
     """Run ``command``; SIGKILL it once ``rows`` rows of ``out`` are committed; the rows then (None: it
     ended first)."""

@@ -6,9 +6,10 @@ in moments, naming its line, exit 1, and nothing is written); then it is read ag
 rows at a time, each chunk scored and appended to the output beside OUT, which replaces OUT only when
 every row is in (:mod:`simkernel.cli.partial`). Memory holds about one chunk, plus 16 bytes per row
 for the scores and labels of the summary. ``--engine ray`` scores the chunks on a Ray cluster
-(:mod:`simkernel.cli.ray_engine`); the output is the same. On CSV, TSV and Parquet it checks each chunk as
-it reads it for the workers instead of in a pass of its own (:mod:`simkernel.cli.survey`): a bad row then
-fails the run once the workers have started, and still nothing is written.
+(:mod:`simkernel.cli.ray_engine`); the output is the same. On CSV, TSV and Parquet (and JSONL written as
+JSONL) it checks each chunk as it reads it for the workers instead of in a pass of its own
+(:mod:`simkernel.cli.survey`): a bad row then fails the run once the workers have started, and still
+nothing is written.
 """
 
 from __future__ import annotations
@@ -154,15 +155,15 @@ def _survey(
     reader: TableReader, checker: RowChecker, columns: dict[str, str], args, out_format: str
 ) -> Survey:
     """The checking pass: every row read and checked, nothing scored; raises the first problem found.
-    ``--engine ray`` on CSV, TSV or Parquet checks the header only here and every row while it scores
-    (:mod:`simkernel.cli.survey`)."""
+    ``--engine ray`` on CSV, TSV or Parquet (and JSONL to JSONL) checks the header only here and every row
+    while it scores (:mod:`simkernel.cli.survey`)."""
     jsonl = reader.format == "jsonl"
     if not jsonl:
         check_columns(columns, reader.columns, reader.source, args)
         check_added_columns(reader.columns, reader.source, args)
     problems = RowProblems(reader.source, reader.unit)
     survey = Survey(columns=dict.fromkeys(reader.columns), labels=array("d") if args.label else None)
-    if args.engine == "ray" and not jsonl:
+    if args.engine == "ray" and (not jsonl or out_format == "jsonl"):
         survey.streaming = True
         survey.rows_at_most = rows_at_most(reader.path, reader.format)
         return survey
@@ -229,7 +230,10 @@ def _score(
     load_s = score_s = 0.0
     problems = RowProblems(reader.source, reader.unit)
     if survey.streaming:  # each chunk checked as it is read for the engine
-        inputs = checked_as_read(reader.chunks(args.chunk_rows), checker, problems, survey, args, skip)
+        jsonl_source = reader.source if reader.format == "jsonl" else None
+        inputs = checked_as_read(
+            reader.chunks(args.chunk_rows), checker, problems, survey, args, skip, jsonl_source
+        )
     else:
         inputs = (checker.check(c.rows, c.lines, problems) for c in reader.chunks(args.chunk_rows, skip))
     try:

@@ -5,8 +5,10 @@ The local engine checks every row in a pass of its own before the model loads (a
 (:func:`checked_as_read`), so the driver reads the input once less and its reading overlaps the scoring.
 The guarantee stays: a bad row stops the run before its chunk is handed to a worker, the rest of the input
 is checked to name every bad row in the one error, and the output folder beside OUT is removed, so no
-row of that run reaches OUT (:class:`BadInput`). JSONL keeps the pass of its own: its columns (the keys
-of every row) must be known before the first row is written.
+row of that run reaches OUT (:class:`BadInput`). JSONL to JSONL streams the same way, its keys gathered as
+read and checked as the checking pass checks them (a column no row has, an added column a row already
+has); JSONL to CSV, TSV or Parquet keeps the pass of its own: the output's header or schema is every row's
+keys, known only at the end.
 """
 
 from __future__ import annotations
@@ -19,7 +21,8 @@ from typing import Any
 
 from simkernel.cli.errors import DataError
 from simkernel.cli.modes import non_latin_rows
-from simkernel.cli.rows import Chunk, ChunkInputs, RowChecker, RowProblems
+from simkernel.cli.rows import Chunk, ChunkInputs, RowChecker, RowProblems, check_columns
+from simkernel.cli.writers import check_added_columns
 
 
 class BadInput(DataError):
@@ -60,25 +63,67 @@ def tally(survey: Survey, inputs: ChunkInputs, args: argparse.Namespace) -> None
 
 
 def checked_as_read(
-    chunks: Iterator[Chunk], checker: RowChecker, problems: RowProblems, survey: Survey, args, skip: int
+    chunks: Iterator[Chunk],
+    checker: RowChecker,
+    problems: RowProblems,
+    survey: Survey,
+    args,
+    skip: int,
+    jsonl_source: str | None = None,
 ) -> Iterator[ChunkInputs]:
     """The checked inputs of the chunks from row ``skip`` on, each checked (and tallied into ``survey``)
     as it is read; the chunks before ``skip`` (scored by an earlier run) are checked and tallied only.
-    The first chunk with a bad row raises :class:`BadInput` after the rest are checked, naming them all."""
+    The first chunk with a bad row raises :class:`BadInput` after the rest are checked, naming them all.
+
+    JSONL (``jsonl_source``, the input's name, given): each row's keys join ``survey.columns`` as read; an
+    added column that a row already has stops the run as a bad row does, and the whole file's keys are
+    checked at its end (or when it stops) with the checking pass's errors and in its order: a column of
+    the mode that no row has, then the added columns, then the bad rows."""
+    read = 0  # rows read, the bad ones too
     try:
         for chunk in chunks:
             inputs = checker.check(chunk.rows, chunk.lines, problems)
-            if problems.first is not None:
+            read += _add_keys(survey, chunk.rows, jsonl_source)
+            if problems.first is not None or _clash(survey, jsonl_source, args):
                 for rest in chunks:
                     checker.check(rest.rows, rest.lines, problems)
+                    read += _add_keys(survey, rest.rows, jsonl_source)
+                _check_keys(survey, checker, jsonl_source, args, read)
                 problems.raise_if_any()
             tally(survey, inputs, args)
             if chunk.first >= skip:
                 yield inputs
+        _check_keys(survey, checker, jsonl_source, args, read)
     except BadInput:
         raise
     except DataError as exc:
         raise BadInput(str(exc)) from None
+
+
+def _add_keys(survey: Survey, rows: list[dict], jsonl_source: str | None) -> int:
+    """JSONL: the keys of ``rows`` join ``survey.columns`` in the order first seen. Returns len(rows)."""
+    if jsonl_source is not None:
+        for row in rows:
+            survey.columns.update(dict.fromkeys(row))
+    return len(rows)
+
+
+def _clash(survey: Survey, jsonl_source: str | None, args) -> bool:
+    """Whether a JSONL row read so far has a column the output adds."""
+    if jsonl_source is None:
+        return False
+    try:
+        check_added_columns(list(survey.columns), jsonl_source, args)
+    except DataError:
+        return True
+    return False
+
+
+def _check_keys(survey: Survey, checker: RowChecker, jsonl_source: str | None, args, read: int) -> None:
+    """The checking pass's checks of a JSONL file's keys (none without rows: no keys to check)."""
+    if jsonl_source is not None and read:
+        check_columns(checker.columns, list(survey.columns), jsonl_source, args)
+        check_added_columns(list(survey.columns), jsonl_source, args)
 
 
 def read_as_bad_input(chunks: Iterator[Chunk]) -> Iterator[Chunk]:
@@ -93,7 +138,8 @@ def read_as_bad_input(chunks: Iterator[Chunk]) -> Iterator[Chunk]:
 
 def rows_at_most(path: str, fmt: str) -> int:
     """An upper bound of the rows of a CSV/TSV file (its lines, counted by their ends, less the header's:
-    a row takes one line or more), the exact count of a Parquet file (its metadata); read fast."""
+    a row takes one line or more) or of a JSONL file (its lines), the exact count of a Parquet file (its
+    metadata); read fast."""
     if fmt == "parquet":
         from simkernel.cli.parquet import parquet_rows
 
@@ -106,4 +152,4 @@ def rows_at_most(path: str, fmt: str) -> int:
             returns += block.count(b"\r")
             last = block[-1:]
     lines = max(newlines, returns) + (0 if last in (b"\n", b"\r") else 1)
-    return max(0, lines - 1)
+    return max(0, lines - (0 if fmt == "jsonl" else 1))
