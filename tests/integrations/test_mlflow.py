@@ -26,6 +26,10 @@ ROWS = [
     ("Who wrote War and Peace?", "Leo Tolstoy wrote it.", "War and Peace is a novel by Leo Tolstoy."),
     ("What do plants make from light?", "Bananas are yellow.", "Plants turn light into chemical energy."),
     ("What is two plus two?", "Four.", "Two plus two equals four."),
+    # non-English rows: all-MiniLM-L6-v2 is an English model, so these test that the texts go through
+    # MLflow and the scorer intact, with sentence-transformers' numbers, not the model's quality on them
+    ("Какой город — столица России?", "Москва — столица России.", "Столица России — Москва."),
+    ("中国的首都是哪座城市？", "北京是中国的首都。", "中国的首都是北京。"),
 ]
 
 
@@ -93,6 +97,9 @@ def test_genai_evaluate_runs_the_scorer(tracking, scorer, reference):
     assert result.metrics["semantic_similarity/mean"] == pytest.approx(reference.mean(), abs=ATOL)
     rationales = table["semantic_similarity/rationale"].tolist()
     assert sum(r.endswith(": pass") for r in rationales) == int((reference >= 0.7).sum())
+    # the Russian and Chinese rows come back whole, matched to their question (nothing re-encoded or lost)
+    responses = dict(zip(table["request"].map(lambda r: r["question"]), table["response"], strict=True))
+    assert {q: responses[q] for q, _, _ in ROWS[-2:]} == {q: o for q, o, _ in ROWS[-2:]}
 
 
 def test_pass_if_is_score_at_least_threshold(scorer):
