@@ -52,6 +52,12 @@ class StoreSampler:
     largest sample less ``baseline`` (the bytes in use when it started)."""
 
     def __init__(self, interval: float = 0.1) -> None:
+        try:
+            import grpc  # noqa: F401 - Ray's internal API below needs it; ray[data] does not install it
+        except ImportError:
+            sys.exit(
+                "bench_stream.py reads the object store through Ray's internal API, which needs grpcio: pip install -e '.[bench]'"
+            )
         from ray._private.internal_api import get_memory_info_reply, get_state_from_address
 
         import ray
