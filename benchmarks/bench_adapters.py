@@ -25,6 +25,7 @@ from support import (
     MODEL_ID,
     alternate,
     checkpoint,
+    cosine_rows,
     distinct_texts,
     machine,
     simkernel_precisions,
@@ -37,11 +38,7 @@ LLAMAINDEX_PEER = "LlamaIndex HuggingFaceEmbedding"
 
 def largest_cosine_gap(ours: list[list[float]], theirs: list[list[float]]) -> float:
     """max over rows of 1 - cos(ours_i, theirs_i), in float64."""
-    import numpy as np
-
-    a, b = np.asarray(ours, np.float64), np.asarray(theirs, np.float64)
-    cos = (a * b).sum(1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1)
-    return float((1.0 - cos).max())
+    return float((1.0 - cosine_rows(ours, theirs)).max())
 
 
 def main() -> None:

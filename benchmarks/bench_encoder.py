@@ -46,6 +46,7 @@ from support import (
     Worker,
     alternate,
     checkpoint,
+    cosine_rows,
     distinct_texts,
     install_size_mb,
     machine,
@@ -283,13 +284,6 @@ def fastembed_worker(config_path: str) -> None:
 
 
 # -------------------------------------------------------------------------------------------- report
-def cosine_rows(a, b):
-    import numpy as np
-
-    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
-    return (a * b).sum(1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1)
-
-
 def sas_spearman(embeddings, texts: list[str]) -> float:
     """Spearman's rho of the pairs' cosines (from ``embeddings`` of ``texts``) with the human labels."""
     from scipy.stats import spearmanr

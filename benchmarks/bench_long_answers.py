@@ -28,8 +28,6 @@ import sys
 import tempfile
 from pathlib import Path
 
-import numpy as np
-
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import st_backends  # noqa: E402
@@ -38,6 +36,7 @@ from long_answers import BUCKETS, bucketed, describe  # noqa: E402
 from support import (  # noqa: E402
     alternate,
     checkpoint,
+    cosine_rows,
     machine,
     min_median,
     simkernel_encoder,
@@ -80,11 +79,6 @@ def engines(threads: int, bundle: Path) -> tuple[dict, str | None]:
         out[BF16] = simkernel_encoder(threads, "bf16", bundle)
     out["OpenVINO f32"] = openvino_f32_encoder(threads, bundle)
     return out, status["reason"]
-
-
-def cosine_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    a, b = a.astype(np.float64), b.astype(np.float64)
-    return (a * b).sum(1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1)
 
 
 def report(threads: int, rounds: int, per_bucket: int) -> str:

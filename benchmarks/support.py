@@ -105,6 +105,14 @@ def simkernel_precisions() -> list[str]:
     return ["fp32", "int8"] + ([] if cpu_bf16_reason() or openvino_reason() else ["bf16"])
 
 
+def cosine_rows(a, b):
+    """The cosine of each row of ``a`` with the same row of ``b``, in float64."""
+    import numpy as np
+
+    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    return (a * b).sum(1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1)
+
+
 # ------------------------------------------------------------------------------------------ the timer
 def alternate(
     engines: Mapping[str, Callable[[], object]],
