@@ -1,9 +1,11 @@
 """The checking of ``--engine ray`` while it scores (:mod:`simkernel.cli.survey`): the bound on the rows
-that sizes the blocks, and an input without rows, which needs no cluster at all."""
+that sizes the blocks, an input without rows, which needs no cluster at all, and JSONL checked as read
+(its keys gathered, its errors those of the checking pass)."""
 
 from __future__ import annotations
 
 import pytest
+from tests.cli.scale_data import write_jsonl
 
 from simkernel.cli import main
 from simkernel.cli.survey import rows_at_most
@@ -41,10 +43,7 @@ def test_a_csv_without_rows_is_written_without_starting_ray(tmp_path, monkeypatc
 
 # ------------------------------------------------------------------ JSONL checked as read (--engine ray)
 def jsonl(path, rows: list[dict]) -> str:
-    import json
-
-    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
-    return str(path)
+    return str(write_jsonl(rows, path))
 
 
 def streamed(path: str, *options: str, chunk_rows: int = 2):

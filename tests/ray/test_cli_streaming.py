@@ -15,7 +15,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from tests.cli.scale_data import distinct_rows, write_csv
+from tests.cli.scale_data import distinct_rows, write_csv, write_jsonl
 
 from simkernel.cli.partial import partial_dir
 
@@ -74,8 +74,7 @@ def test_jsonl_to_jsonl_streams_to_the_local_engines_bytes(ray_cluster, folder):
             row["ground_truth"] = [row["ground_truth"], f"another answer {i}"]  # several ground truths
         if i % 11 == 0:
             row[f"only_in_row_{i}"] = {"nested": [i, None]}  # a key few rows have, kept as it is
-    source = folder / "rows.jsonl"
-    source.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    source = write_jsonl(rows, folder / "rows.jsonl")
     common = ["--chunk-rows", CHUNK, "--label", "label", "-q"]
     local = score(source, "-o", folder / "local.jsonl", "--summary-json", folder / "local.json", *common)
     assert local.returncode == 0, local.stderr.decode()
@@ -93,8 +92,7 @@ def test_jsonl_to_jsonl_streams_to_the_local_engines_bytes(ray_cluster, folder):
 def test_a_jsonl_row_late_with_the_score_column_leaves_nothing(ray_cluster, folder):
     rows = distinct_rows(120)
     rows[100]["score"] = 0.9  # in the 3rd chunk: the column the output would overwrite
-    source = folder / "clash.jsonl"
-    source.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    source = write_jsonl(rows, folder / "clash.jsonl")
     out = folder / "clash-out.jsonl"
     result = score(source, "-o", out, "--chunk-rows", CHUNK, *ray_args(ray_cluster), env=ray_cluster.env())
     err = result.stderr.decode()
