@@ -5,7 +5,7 @@ that sizes the blocks, an input without rows, which needs no cluster at all, and
 from __future__ import annotations
 
 import pytest
-from tests.cli.scale_data import write_jsonl
+from tests.cli.scale_data import write_csv, write_jsonl
 
 from simkernel.cli import main
 from simkernel.cli.survey import rows_at_most
@@ -141,11 +141,13 @@ def test_jsonl_label_column_no_row_has_fails_at_the_end(tmp_path, capsys):
 
 
 @pytest.mark.parametrize(
-    ("out_name", "streams"), [("out.jsonl", True), ("out.csv", False), ("out.parquet", False)]
+    ("out_name", "streams"),
+    [("out.jsonl", True), ("out.csv", False), ("out.parquet", False), ("-", False), ("-.csv", False)],
 )
-def test_jsonl_streams_only_when_written_as_jsonl(tmp_path, monkeypatch, capsys, out_name, streams):
-    """JSONL to JSONL is checked while it is scored (the engine starts first, then the bad row stops it);
-    to CSV or Parquet the checking pass finds the bad row before the engine starts. Same error, no OUT."""
+def test_jsonl_streams_only_when_written_as_jsonl_to_a_file(tmp_path, monkeypatch, capsys, out_name, streams):
+    """JSONL to a JSONL file is checked while it is scored (the engine starts first, then the bad row stops
+    it); to CSV or Parquet, or to stdout (JSONL or CSV: printed rows could not be taken back), the checking
+    pass finds the bad row before the engine starts. Same error; no OUT, nothing on stdout."""
     from simkernel.cli.ray_engine import RayEngine
 
     started = []
@@ -164,9 +166,31 @@ def test_jsonl_streams_only_when_written_as_jsonl(tmp_path, monkeypatch, capsys,
     rows[4]["predicted"] = ""
     path = jsonl(tmp_path / "in.jsonl", rows)
     expected = checking_pass_error(path, capsys=capsys)  # mode sas: the pass fails before the model loads
+    to_stdout = out_name.startswith("-")
+    output = ["-o", "-"] + (["--output-format", "csv"] if out_name == "-.csv" else [])
     out = tmp_path / out_name
-    argv = ["score", path, "-o", str(out), "--chunk-rows", "2", "-q", "--engine", "ray"]
-    assert main(argv) == 1
-    assert capsys.readouterr().err.strip().removeprefix("simkernel: error: ") == expected
+    argv = ["score", path, *(output if to_stdout else ["-o", str(out)]), "--chunk-rows", "2", "-q"]
+    assert main([*argv, "--engine", "ray"]) == 1
+    captured = capsys.readouterr()
+    assert captured.err.strip().removeprefix("simkernel: error: ") == expected
     assert bool(started) is streams
+    assert captured.out == ""
     assert not out.exists() and not list(tmp_path.glob(f".{out_name}*"))
+
+
+def test_csv_to_stdout_keeps_the_checking_pass(tmp_path, monkeypatch, capsys):
+    """A bad row late in a CSV written to stdout fails before the engine starts: nothing printed."""
+    from simkernel.cli.ray_engine import RayEngine
+
+    def no_cluster(self):
+        raise AssertionError("the engine started before the checking pass found the bad row")
+
+    monkeypatch.setattr(RayEngine, "load", no_cluster)
+    rows = [{"predicted": r["predicted"], "ground_truth": r["ground_truth"]} for r in ROWS]
+    rows[4]["predicted"] = ""
+    source = write_csv(rows, tmp_path / "in.csv")
+    argv = ["score", str(source), "-o", "-", "--chunk-rows", "2", "-q", "--engine", "ray"]
+    assert main(argv) == 1
+    captured = capsys.readouterr()
+    assert f"{source} line 6: column 'predicted' is empty" in captured.err
+    assert captured.out == ""

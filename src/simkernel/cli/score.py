@@ -6,10 +6,10 @@ in moments, naming its line, exit 1, and nothing is written); then it is read ag
 rows at a time, each chunk scored and appended to the output beside OUT, which replaces OUT only when
 every row is in (:mod:`simkernel.cli.partial`). Memory holds about one chunk, plus 16 bytes per row
 for the scores and labels of the summary. ``--engine ray`` scores the chunks on a Ray cluster
-(:mod:`simkernel.cli.ray_engine`); the output is the same. On CSV, TSV and Parquet (and JSONL written as
-JSONL) it checks each chunk as it reads it for the workers instead of in a pass of its own
+(:mod:`simkernel.cli.ray_engine`); the output is the same. Writing a file from CSV, TSV or Parquet (or
+JSONL to JSONL) it checks each chunk as it reads it for the workers instead of in a pass of its own
 (:mod:`simkernel.cli.survey`): a bad row then fails the run once the workers have started, and still
-nothing is written.
+nothing is written (to stdout it keeps the pass: printed rows could not be taken back).
 """
 
 from __future__ import annotations
@@ -155,15 +155,16 @@ def _survey(
     reader: TableReader, checker: RowChecker, columns: dict[str, str], args, out_format: str
 ) -> Survey:
     """The checking pass: every row read and checked, nothing scored; raises the first problem found.
-    ``--engine ray`` on CSV, TSV or Parquet (and JSONL to JSONL) checks the header only here and every row
-    while it scores (:mod:`simkernel.cli.survey`)."""
+    ``--engine ray`` writing a file from CSV, TSV or Parquet (or JSONL to JSONL) checks the header only here
+    and every row while it scores (:mod:`simkernel.cli.survey`)."""
     jsonl = reader.format == "jsonl"
     if not jsonl:
         check_columns(columns, reader.columns, reader.source, args)
         check_added_columns(reader.columns, reader.source, args)
     problems = RowProblems(reader.source, reader.unit)
     survey = Survey(columns=dict.fromkeys(reader.columns), labels=array("d") if args.label else None)
-    if args.engine == "ray" and (not jsonl or out_format == "jsonl"):
+    # stdout keeps the pass: rows printed before a bad row is found could not be taken back
+    if args.engine == "ray" and args.output != STDIO and (not jsonl or out_format == "jsonl"):
         survey.streaming = True
         survey.rows_at_most = rows_at_most(reader.path, reader.format)
         return survey

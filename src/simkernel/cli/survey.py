@@ -1,14 +1,15 @@
 """What ``simkernel score`` learns about its whole input by checking every row, before or while it scores.
 
 The local engine checks every row in a pass of its own before the model loads (a bad row fails in moments).
-``--engine ray`` on a CSV, TSV or Parquet file checks each chunk as the driver reads it for the workers
-(:func:`checked_as_read`), so the driver reads the input once less and its reading overlaps the scoring.
+``--engine ray`` writing a file from a CSV, TSV or Parquet file checks each chunk as the driver reads it
+for the workers (:func:`checked_as_read`), so the driver reads the input once less and its reading
+overlaps the scoring.
 The guarantee stays: a bad row stops the run before its chunk is handed to a worker, the rest of the input
 is checked to name every bad row in the one error, and the output folder beside OUT is removed, so no
 row of that run reaches OUT (:class:`BadInput`). JSONL to JSONL streams the same way, its keys gathered as
 read and checked as the checking pass checks them (a column no row has, an added column a row already
 has); JSONL to CSV, TSV or Parquet keeps the pass of its own: the output's header or schema is every row's
-keys, known only at the end.
+keys, known only at the end; so does any output to stdout, where printed rows could not be taken back.
 """
 
 from __future__ import annotations
