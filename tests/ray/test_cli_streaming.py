@@ -230,3 +230,24 @@ def test_a_bad_row_in_a_file_set_names_the_file_and_row_and_nothing_is_written(r
     assert result.returncode == 1, err
     assert f"{bad / '2.csv'} row 16: column 'ground_truth' is empty" in err
     assert not out.exists() and not partial_dir(out).exists()
+
+
+def test_a_bad_row_in_a_file_set_written_to_stdout_says_what_was_printed(ray_cluster, folder):
+    rows = distinct_rows(60)
+    rows[55]["ground_truth"] = ""  # the 26th data row of the second file
+    bad = folder / "bad-parts-stdout"
+    bad.mkdir()
+    write_csv(rows[:30], bad / "1.csv")
+    write_csv(rows[30:], bad / "2.csv")
+    result = score(bad, "--chunk-rows", 10, *ray_args(ray_cluster), env=ray_cluster.env())
+    err = result.stderr.decode()
+    assert result.returncode == 1, err
+    assert f"{bad / '2.csv'} row 26: column 'ground_truth' is empty" in err
+    printed = result.stdout.decode().splitlines()[1:]  # after the header (when anything was printed)
+    if printed:  # the nodes check as they score: rows of the blocks before the bad one may be out already
+        assert (
+            f"; {len(printed)} rows were already printed to stdout before it: that output is incomplete"
+            in err
+        )
+    else:
+        assert "already printed" not in err

@@ -8,7 +8,8 @@ the committed chunks (the files they cover wholly are checked again for the summ
 
 Bad rows: each block is checked on its node before it is scored; the first block with a bad row stops
 the run with an error naming the file and the row (counted from 1, without the header), and the
-output folder beside OUT is removed: nothing of that run reaches OUT.
+output folder beside OUT is removed: nothing of that run reaches OUT. Written to stdout, the rows printed
+before the bad block cannot be taken back: the error says how many there were.
 """
 
 from __future__ import annotations
@@ -85,6 +86,11 @@ def run_score_files(args: argparse.Namespace, threshold: float | None, out_forma
             output.keep_for_resume()
         else:
             output.discard()
+        if bad_row and isinstance(output, StdoutOutput) and output.rows_done:
+            # the nodes check the rows as they score them: what stdout already got cannot be taken back
+            raise BadInput(
+                f"{exc}; {output.rows_done} rows were already printed to stdout before it: that output is incomplete, discard it (with --output OUT a bad row leaves OUT untouched)"
+            ) from None
         raise
     finally:
         engine.close()
