@@ -28,11 +28,19 @@ from simkernel.cli.modes import english_only_note, no_references_note
 from simkernel.cli.partial import PartialOutput, print_notice
 from simkernel.cli.progress import ProgressBar
 from simkernel.cli.readers import TableReader, open_table
-from simkernel.cli.rows import RowChecker, RowProblems, check_columns, columns_of
+from simkernel.cli.rows import RowChecker, RowProblems, columns_of
 from simkernel.cli.summary import Summary, summarize
-from simkernel.cli.survey import BadInput, Survey, checked_as_read, read_as_bad_input, rows_at_most, tally
+from simkernel.cli.survey import (
+    BadInput,
+    Survey,
+    check_table_columns,
+    checked_as_read,
+    read_as_bad_input,
+    rows_at_most,
+    tally,
+)
 from simkernel.cli.thresholds import resolve_cli_threshold
-from simkernel.cli.writers import OutputLayout, StdoutOutput, check_added_columns
+from simkernel.cli.writers import OutputLayout, StdoutOutput
 from simkernel.runtime.acquisition.registry import DEFAULT_MODEL
 
 
@@ -159,8 +167,7 @@ def _survey(
     and every row while it scores (:mod:`simkernel.cli.survey`)."""
     jsonl = reader.format == "jsonl"
     if not jsonl:
-        check_columns(columns, reader.columns, reader.source, args)
-        check_added_columns(reader.columns, reader.source, args)
+        check_table_columns(columns, reader.columns, reader.source, args)
     problems = RowProblems(reader.source, reader.unit)
     survey = Survey(columns=dict.fromkeys(reader.columns), labels=array("d") if args.label else None)
     # stdout keeps the pass: rows printed before a bad row is found could not be taken back
@@ -185,8 +192,7 @@ def _survey(
             except DataError as exc:
                 survey.schema_error = exc
     if jsonl and survey.rows:
-        check_columns(columns, list(survey.columns), reader.source, args)
-        check_added_columns(list(survey.columns), reader.source, args)
+        check_table_columns(columns, list(survey.columns), reader.source, args)
     problems.raise_if_any()
     if survey.schema_error is not None:
         raise survey.schema_error

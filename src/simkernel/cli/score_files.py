@@ -29,9 +29,9 @@ from simkernel.cli.fingerprint import fingerprint
 from simkernel.cli.io import STDIO
 from simkernel.cli.partial import PartialOutput, print_notice
 from simkernel.cli.progress import ProgressBar
-from simkernel.cli.rows import Chunk, RowProblems, check_columns, columns_of
-from simkernel.cli.survey import BadInput, Survey, rows_at_most
-from simkernel.cli.writers import OutputLayout, StdoutOutput, check_added_columns
+from simkernel.cli.rows import Chunk, RowProblems, columns_of
+from simkernel.cli.survey import BadInput, Survey, check_table_columns, rows_at_most
+from simkernel.cli.writers import OutputLayout, StdoutOutput
 
 
 def run_score_files(args: argparse.Namespace, threshold: float | None, out_format: str | None) -> Any:
@@ -42,8 +42,7 @@ def run_score_files(args: argparse.Namespace, threshold: float | None, out_forma
     fs = open_file_set(args.file, args.input_format)
     out_format = out_format or fs.format
     columns = columns_of(args)
-    check_columns(columns, fs.columns, fs.source, args)
-    check_added_columns(fs.columns, fs.source, args)
+    check_table_columns(columns, fs.columns, fs.source, args)
     schema = (
         input_schema(fs.columns, fs.format) if out_format == "parquet" and fs.format != "parquet" else None
     )

@@ -101,6 +101,13 @@ def checked_as_read(
         raise BadInput(str(exc)) from None
 
 
+def check_table_columns(columns: dict[str, str], found_columns: list[str], source: str, args) -> None:
+    """A table's columns against a run: every column the mode reads (and ``--label``) is among
+    ``found_columns``, and none that the output adds is (DataError naming the column and the fix)."""
+    check_columns(columns, found_columns, source, args)
+    check_added_columns(found_columns, source, args)
+
+
 def _add_keys(survey: Survey, rows: list[dict], jsonl_source: str | None) -> int:
     """JSONL: the keys of ``rows`` join ``survey.columns`` in the order first seen. Returns len(rows)."""
     if jsonl_source is not None:
@@ -123,8 +130,7 @@ def _clash(survey: Survey, jsonl_source: str | None, args) -> bool:
 def _check_keys(survey: Survey, checker: RowChecker, jsonl_source: str | None, args, read: int) -> None:
     """The checking pass's checks of a JSONL file's keys (none without rows: no keys to check)."""
     if jsonl_source is not None and read:
-        check_columns(checker.columns, list(survey.columns), jsonl_source, args)
-        check_added_columns(list(survey.columns), jsonl_source, args)
+        check_table_columns(checker.columns, list(survey.columns), jsonl_source, args)
 
 
 def read_as_bad_input(chunks: Iterator[Chunk]) -> Iterator[Chunk]:
