@@ -53,7 +53,7 @@ def main() -> None:
     ]
     for tool, (extra, venv, route) in TOOLS.items():
         python = interpreter(venv)
-        tool_requirements = simkernel_requirements(extra)[len(simkernel_requirements()) :]
+        tool_requirements = simkernel_requirements(extra, dependencies=False)
         alone = install_size_mb(python, *tool_requirements)
         with_torch = install_size_mb(python, *tool_requirements, route)
         with_simkernel = install_size_mb(python, *simkernel_requirements(extra)) + package

@@ -343,12 +343,14 @@ def simkernel_package_mb() -> float:
     return sum(f.stat().st_size for f in (REPO / "src" / "simkernel").rglob("*") if f.is_file()) / 2**20
 
 
-def simkernel_requirements(*extras: str) -> list[str]:
-    """simkernel's requirements as pyproject.toml declares them: its dependencies and those of ``extras``."""
+def simkernel_requirements(*extras: str, dependencies: bool = True) -> list[str]:
+    """simkernel's requirements as pyproject.toml declares them: its dependencies (unless
+    ``dependencies=False``) and those of ``extras``."""
     import tomllib
 
     project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
-    return project["dependencies"] + [r for e in extras for r in project["optional-dependencies"][e]]
+    core = project["dependencies"] if dependencies else []
+    return core + [r for e in extras for r in project["optional-dependencies"][e]]
 
 
 def install_size_mb(python: str, *requirements: str) -> float:
