@@ -107,9 +107,9 @@ def cli(source: Path, folder: Path, *extra: str) -> tuple[dict, float]:
 
 def driver_alone(source: Path, folder: Path) -> float:
     """Seconds of the Ray engine's driver path (``elapsed_s`` of the summary) with a stand-in engine."""
-    import simkernel.cli.score as score_module
+    import simkernel.batch.score as score_module
     from simkernel.cli import main as cli_main
-    from simkernel.cli.ray_engine import RayEngine
+    from simkernel.ray.engine import RayEngine
 
     class InstantCluster(RayEngine):
         def load(self) -> None:

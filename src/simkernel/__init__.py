@@ -10,6 +10,8 @@ torch, transformers, sentence_transformers or haystack):
 - ``simkernel.metrics``: eval_lib-compatible ``ReferenceMatchMetric``, ``SemanticSimilarityMetric``,
   ``EvalTestCase`` and ``evaluate``.
 - ``simkernel.calibration``: ``calibrate`` (a score threshold from human labels) and ``Calibration``.
+- ``simkernel.scoring``: the scoring core (settings, the metric registry, one module per metric).
+- ``simkernel.tables``: the file formats; ``simkernel.batch``: the batch engine (``score_file``).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ _LAZY = {
     "evaluate": "simkernel.metrics.evaluation",
     "calibrate": "simkernel.calibration",
     "Calibration": "simkernel.calibration",
+    "score_file": "simkernel.batch.api",
 }
 
 __all__ = [
@@ -45,9 +48,11 @@ __all__ = [
     "TextEncoder",
     "calibrate",
     "evaluate",
+    "score_file",
 ]
 
 if TYPE_CHECKING:  # pragma: no cover
+    from simkernel.batch.api import score_file
     from simkernel.calibration import Calibration, calibrate
     from simkernel.components.evaluators import AnswerExactMatchEvaluator, SASEvaluator
     from simkernel.metrics.evaluation import evaluate

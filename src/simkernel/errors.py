@@ -35,3 +35,33 @@ class PrecisionUnavailableError(SimkernelError, ValueError):
 class QueueFullError(SimkernelError, RuntimeError):
     """A model's batching queue holds ``max_queue`` waiting calls; the message names the setting (a service
     answers 503 and the client retries)."""
+
+
+EXIT_OK = 0
+EXIT_DATA = 1  # the data, a file or a model is wrong or missing
+EXIT_USAGE = 2  # the settings themselves are wrong (the command line's argparse uses 2 as well)
+
+
+class InputError(SimkernelError):
+    """A failure of a batch job (``simkernel.score_file``, ``simkernel score``) that the user fixes: one line
+    saying what is wrong and how to fix it. ``exit_code`` is the command line's exit status for it."""
+
+    exit_code = EXIT_DATA
+
+
+class UsageError(InputError, ValueError):
+    """The job's settings are wrong (an option that does not apply, an unknown file format): exit status 2."""
+
+    exit_code = EXIT_USAGE
+
+
+class DataError(InputError):
+    """The input file, one of its rows, or the model is wrong or missing: exit status 1."""
+
+    exit_code = EXIT_DATA
+
+
+class Interrupted(InputError):
+    """Ctrl-C while scoring: exit status 130; what was committed is kept for ``resume``."""
+
+    exit_code = 130

@@ -1,4 +1,4 @@
-"""A folder or glob given to ``simkernel score --engine ray`` (:mod:`simkernel.cli.file_sets`): which files it
+"""A folder or glob given to ``simkernel score --engine ray`` (:mod:`simkernel.tables.file_sets`): which files it
 names, in which order, and the errors before any work (no Ray needed: these fail before it starts)."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import pytest
 from tests.cli.scale_data import distinct_rows, write_csv
 
 from simkernel.cli import main
-from simkernel.cli.errors import DataError, UsageError
-from simkernel.cli.file_sets import is_file_set, open_file_set
+from simkernel.errors import DataError, UsageError
+from simkernel.tables.file_sets import is_file_set, open_file_set
 
 
 def test_a_folder_names_its_tables_in_sorted_order_without_hidden_or_marker_files(tmp_path):

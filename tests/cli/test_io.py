@@ -10,9 +10,9 @@ import sys
 
 import pytest
 
-from simkernel.cli.errors import DataError, UsageError
-from simkernel.cli.io import format_of
-from simkernel.cli.tables import read_table, write_table
+from simkernel.errors import DataError, UsageError
+from simkernel.tables.formats import format_of
+from simkernel.tables.whole import read_table, write_table
 
 
 def test_format_by_extension():

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import io
 
-from simkernel.cli.progress import ProgressBar, is_terminal
+from simkernel.batch.progress import ProgressBar, is_terminal
 
 
 class FakeTerminal(io.StringIO):

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from tests.cli.scale_data import distinct_rows, write_csv, write_parquet
 
-from simkernel.cli.partial import partial_dir
+from simkernel.tables.partial import partial_dir
 
 N = 240
 CHUNK = 12

@@ -10,7 +10,7 @@ import scipy.stats
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simkernel.cli.stats import average_ranks, pearson, spearman
+from simkernel.batch.stats import average_ranks, pearson, spearman
 
 labels = st.lists(st.sampled_from([0.0, 1.0, 2.0]), min_size=3, max_size=60)
 

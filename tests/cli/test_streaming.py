@@ -17,9 +17,9 @@ from tests.cli.conftest import read_csv_rows
 from tests.cli.scale_data import distinct_rows, write_csv, write_jsonl
 from tests.runtime.runtime_helpers import cosine_rows
 
-from simkernel.cli.partial import partial_dir
-from simkernel.cli.progress import ProgressBar, eta
+from simkernel.batch.progress import ProgressBar, eta
 from simkernel.runtime import clear_shared_instances
+from simkernel.tables.partial import partial_dir
 
 N = 120  # rows: with --chunk-rows 50, three chunks, the last one short
 

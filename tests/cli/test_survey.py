@@ -1,4 +1,4 @@
-"""The checking of ``--engine ray`` while it scores (:mod:`simkernel.cli.survey`): the bound on the rows
+"""The checking of ``--engine ray`` while it scores (:mod:`simkernel.batch.survey`): the bound on the rows
 that sizes the blocks, an input without rows, which needs no cluster at all, and JSONL checked as read
 (its keys gathered, its errors those of the checking pass)."""
 
@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 from tests.cli.scale_data import write_csv, write_jsonl
 
+from simkernel.batch.survey import rows_at_most
 from simkernel.cli import main
-from simkernel.cli.survey import rows_at_most
 
 
 @pytest.mark.parametrize(
@@ -29,7 +29,7 @@ def test_the_bound_is_never_below_the_rows(tmp_path, data, rows):
 
 
 def test_a_csv_without_rows_is_written_without_starting_ray(tmp_path, monkeypatch):
-    from simkernel.cli.ray_engine import RayEngine
+    from simkernel.ray.engine import RayEngine
 
     def no_cluster(self):
         raise AssertionError("the engine loaded for an input without rows")
@@ -49,12 +49,13 @@ def jsonl(path, rows: list[dict]) -> str:
 def streamed(path: str, *options: str, chunk_rows: int = 2):
     """checked_as_read over ``path`` as ``simkernel score PATH OPTIONS --engine ray`` runs it: a generator
     of the checked chunks, and the survey it fills."""
+    from simkernel.batch.job import ScoreJob
+    from simkernel.batch.rows import RowChecker, RowProblems, columns_of
+    from simkernel.batch.survey import Survey, checked_as_read
     from simkernel.cli.parser import build_parser
-    from simkernel.cli.readers import open_table
-    from simkernel.cli.rows import RowChecker, RowProblems, columns_of
-    from simkernel.cli.survey import Survey, checked_as_read
+    from simkernel.tables.readers import open_table
 
-    args = build_parser().parse_args(["score", path, *options, "--engine", "ray"])
+    args = ScoreJob.from_namespace(build_parser().parse_args(["score", path, *options, "--engine", "ray"]))
     reader = open_table(path)
     checker = RowChecker(args, columns_of(args), reader.format)
     survey = Survey()
@@ -91,7 +92,7 @@ def test_jsonl_chunks_are_handed_on_as_read_and_gather_every_key(tmp_path):
 
 
 def test_jsonl_row_with_the_score_column_stops_the_run_with_the_checking_pass_error(tmp_path, capsys):
-    from simkernel.cli.survey import BadInput
+    from simkernel.batch.survey import BadInput
 
     rows = [dict(r) for r in ROWS]
     rows[3]["score"] = 0.5  # the 2nd chunk: the column the output adds
@@ -107,7 +108,7 @@ def test_jsonl_row_with_the_score_column_stops_the_run_with_the_checking_pass_er
 
 
 def test_jsonl_column_no_row_has_and_bad_rows_give_the_checking_pass_error(tmp_path, capsys):
-    from simkernel.cli.survey import BadInput
+    from simkernel.batch.survey import BadInput
 
     path = jsonl(tmp_path / "missing.jsonl", [{"answer": r["predicted"]} for r in ROWS])
     expected = checking_pass_error(path, "--mode", "exact", capsys=capsys)
@@ -129,7 +130,7 @@ def test_jsonl_column_no_row_has_and_bad_rows_give_the_checking_pass_error(tmp_p
 
 
 def test_jsonl_label_column_no_row_has_fails_at_the_end(tmp_path, capsys):
-    from simkernel.cli.survey import BadInput
+    from simkernel.batch.survey import BadInput
 
     path = jsonl(tmp_path / "nolabel.jsonl", ROWS)
     options = ("--mode", "exact", "--label", "human")
@@ -148,7 +149,7 @@ def test_jsonl_streams_only_when_written_as_jsonl_to_a_file(tmp_path, monkeypatc
     """JSONL to a JSONL file is checked while it is scored (the engine starts first, then the bad row stops
     it); to CSV or Parquet, or to stdout (JSONL or CSV: printed rows could not be taken back), the checking
     pass finds the bad row before the engine starts. Same error; no OUT, nothing on stdout."""
-    from simkernel.cli.ray_engine import RayEngine
+    from simkernel.ray.engine import RayEngine
 
     started = []
 
@@ -180,7 +181,7 @@ def test_jsonl_streams_only_when_written_as_jsonl_to_a_file(tmp_path, monkeypatc
 
 def test_csv_to_stdout_keeps_the_checking_pass(tmp_path, monkeypatch, capsys):
     """A bad row late in a CSV written to stdout fails before the engine starts: nothing printed."""
-    from simkernel.cli.ray_engine import RayEngine
+    from simkernel.ray.engine import RayEngine
 
     def no_cluster(self):
         raise AssertionError("the engine started before the checking pass found the bad row")

@@ -18,9 +18,9 @@ import pyarrow.parquet as pq
 import pytest
 from tests.cli.scale_data import distinct_rows, write_csv
 
-from simkernel.cli.partial import partial_dir
-from simkernel.cli.ray_engine import block_rows
+from simkernel.ray.engine import block_rows
 from simkernel.runtime.acquisition import store
+from simkernel.tables.partial import partial_dir
 
 N = 160
 CHUNK = 40

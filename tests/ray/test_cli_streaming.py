@@ -17,7 +17,7 @@ import pyarrow.parquet as pq
 import pytest
 from tests.cli.scale_data import distinct_rows, write_csv, write_jsonl
 
-from simkernel.cli.partial import partial_dir
+from simkernel.tables.partial import partial_dir
 
 CHUNK = 40
 

@@ -12,8 +12,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from simkernel.cli.errors import EXIT_DATA, EXIT_USAGE, CliError
-from simkernel.errors import SimkernelError
+from simkernel.errors import EXIT_DATA, EXIT_USAGE, InputError, SimkernelError
 
 __all__ = ["main"]
 
@@ -46,7 +45,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         from simkernel.cli.models import run_models
 
         return run_models(args)
-    except CliError as exc:
+    except InputError as exc:
         return _report(str(exc), exc.exit_code)
     except (SimkernelError, ValueError, OSError, ImportError) as exc:
         # errors of the library layers (model not found, missing extra, bad model file) carry their own fix

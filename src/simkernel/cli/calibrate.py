@@ -13,27 +13,27 @@ import json
 import sys
 import time
 
-from simkernel.cli.engines import score_in_chunks
-from simkernel.cli.errors import DataError
-from simkernel.cli.modes import DEFAULT_PRECISION, make_scorer
-from simkernel.cli.rows import ChunkInputs as Inputs
-from simkernel.cli.rows import columns_of, read_inputs
-from simkernel.cli.score import check_mode_options
-from simkernel.cli.tables import read_table
-from simkernel.runtime.acquisition.registry import DEFAULT_MODEL
+from simkernel.batch.engines import score_in_chunks
+from simkernel.batch.job import ScoreJob
+from simkernel.batch.rows import ChunkInputs as Inputs
+from simkernel.batch.rows import columns_of, read_inputs
+from simkernel.batch.score import check_mode_options
+from simkernel.errors import DataError
+from simkernel.tables.whole import read_table
 
 FIXED_THRESHOLD = 0.7  # eval_lib's default, shown for comparison
 
 
 def run_calibrate(args: argparse.Namespace) -> int:
-    """Run the ``calibrate`` sub-command; returns the exit status (errors are raised as CliError)."""
+    """Run the ``calibrate`` sub-command; returns the exit status (errors are raised as InputError)."""
     from simkernel.calibration import calibrate
     from simkernel.calibration.binary import stats_of
 
     started = time.perf_counter()
-    check_mode_options(args)
-    table = read_table(args.file, args.input_format)
-    inputs = read_inputs(table, columns_of(args), args)
+    job = ScoreJob.from_namespace(args)
+    check_mode_options(job)
+    table = read_table(job.file, job.input_format)
+    inputs = read_inputs(table, columns_of(job), job)
     all_labels = inputs.labels or []
     keep = [i for i, label in enumerate(all_labels) if label is not None]
     labels: list[float] = [label for label in all_labels if label is not None]
@@ -46,11 +46,11 @@ def run_calibrate(args: argparse.Namespace) -> int:
         targets=[inputs.targets[i] for i in keep],
         labels=[all_labels[i] for i in keep],
     )
-    scorer = make_scorer(args)
+    settings = job.settings
+    scorer = job.metric.scorer(settings)
     scorer.load()
     scores = score_in_chunks(scorer, labelled, enabled=not args.quiet)
-    model = args.model or DEFAULT_MODEL
-    precision = args.precision or DEFAULT_PRECISION
+    model, precision = settings.model, settings.precision
     try:
         result = calibrate(
             scores,

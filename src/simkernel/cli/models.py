@@ -15,12 +15,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from simkernel.cli.errors import DataError
-from simkernel.cli.io import human_size
+from simkernel.errors import DataError
 from simkernel.runtime.acquisition import store
 from simkernel.runtime.acquisition.registry import DEFAULT_MODEL, KNOWN_MODELS, canonical_id, known_model
 from simkernel.runtime.inference.config import read_model_config
 from simkernel.runtime.inference.manifest import STAMP, manifest_entries, read_manifest
+from simkernel.tables.formats import human_size
 
 
 def run_models(args: argparse.Namespace) -> int:

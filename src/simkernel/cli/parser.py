@@ -2,7 +2,7 @@
 
 Options that apply to some modes only default to None here, so ``score`` can tell an option the user
 gave (and reject it where it does not apply) from one left alone; the mode defaults live in
-``simkernel.cli.score``.
+``simkernel.batch.score``.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from typing import NoReturn
 
 from simkernel._optional import TORCH_PIN
 from simkernel._version import __version__
-from simkernel.cli.io import FORMATS
 from simkernel.runtime.acquisition.registry import DEFAULT_MODEL
+from simkernel.tables.formats import FORMATS
 
 _SCORE_EPILOG = f"""\
 modes:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from simkernel.cli.errors import EXIT_DATA, EXIT_OK, UsageError
+from simkernel.errors import EXIT_DATA, EXIT_OK, UsageError
 
 
 def run_verify(args: argparse.Namespace) -> int:

@@ -6,9 +6,7 @@ from types import ModuleType
 from typing import Any
 
 from simkernel._optional import import_optional
-from simkernel.runtime.acquisition.registry import DEFAULT_MODEL
-
-PRECISIONS = ("fp32", "int8", "bf16")
+from simkernel.scoring.settings import DEFAULT_MODEL, check_model, check_precision_name, check_threads
 
 
 def require(module: str, extra: str, adapter: str) -> ModuleType:
@@ -18,12 +16,11 @@ def require(module: str, extra: str, adapter: str) -> ModuleType:
 
 def check_settings(model: Any, precision: Any, threads: Any) -> None:
     """ValueError naming the bad value, at construction (before any model is loaded)."""
-    if not isinstance(model, str) or not model:
+    if not isinstance(model, str):  # a path-like is not a model id here: the tools pass strings
         raise ValueError(f"model must be a model id or a path (a non-empty string), got {model!r}")
-    if precision not in PRECISIONS:
-        raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
-    if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or threads < 1):
-        raise ValueError(f"threads must be None or a positive integer, got {threads!r}")
+    check_model(model)
+    check_precision_name(precision)
+    check_threads(threads)
 
 
 def shared_encoder(model: str = DEFAULT_MODEL, precision: str = "fp32", threads: int | None = None) -> Any:

@@ -26,8 +26,8 @@ import numpy as np
 
 from simkernel.metrics import console
 from simkernel.metrics.embedding_providers.local import LocalEmbeddingProvider
-from simkernel.metrics.scoring import score_groups
 from simkernel.metrics.vector_metrics import _VectorMetric
+from simkernel.scoring.metrics.reference import score_groups
 
 __all__ = ["MetricResult", "TestCaseResult", "evaluate"]
 

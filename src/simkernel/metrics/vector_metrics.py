@@ -32,8 +32,9 @@ import numpy as np
 
 from simkernel.metrics.console import print_metric_result
 from simkernel.metrics.embedding_providers import EmbeddingProvider, get_embedding_provider
-from simkernel.metrics.scoring import score_groups
 from simkernel.runtime.inference.inputs import check_unicode
+from simkernel.scoring.metrics.reference import score_groups
+from simkernel.scoring.settings import AGGREGATIONS
 
 __all__ = ["ReferenceMatchMetric", "SemanticSimilarityMetric"]
 
@@ -189,7 +190,7 @@ class ReferenceMatchMetric(_VectorMetric):
     ) -> None:
         super().__init__(threshold, embedding_provider, model_name, verbose, cache_dir)
         self.references = _check_references(references)
-        if aggregation not in ("max", "mean"):
+        if aggregation not in AGGREGATIONS:
             warnings.warn(
                 f"aggregation={aggregation!r} is neither 'max' nor 'mean'; it is treated as 'mean' (as eval_lib does). Pass aggregation='max' or aggregation='mean'.",
                 UserWarning,

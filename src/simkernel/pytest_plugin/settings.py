@@ -9,9 +9,7 @@ from dataclasses import dataclass
 import pytest
 
 from simkernel.calibration.thresholds import CALIBRATED, parse_threshold
-
-DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
-PRECISIONS = ("fp32", "int8")
+from simkernel.scoring.settings import DEFAULT_MODEL, DEFAULT_PRECISION, PRECISIONS
 
 
 @dataclass(frozen=True)
@@ -42,10 +40,10 @@ def read_settings(config: pytest.Config) -> Settings:
         raise pytest.UsageError("--semantic-model / semantic_model is empty; give a model id or a folder")
     if precision is not None and precision not in PRECISIONS:
         raise pytest.UsageError(
-            f"{precision_source} is {precision!r}; the semantic fixture's precision must be fp32 or int8"
+            f"{precision_source} is {precision!r}; the semantic fixture's precision must be one of {', '.join(PRECISIONS)}"
         )
     try:
         spec = parse_threshold(threshold if threshold is not None else CALIBRATED)
     except (TypeError, ValueError) as exc:
         raise pytest.UsageError(f"{threshold_source}: {exc}") from None
-    return Settings(model or DEFAULT_MODEL, precision or "fp32", spec, threshold_source)
+    return Settings(model or DEFAULT_MODEL, precision or DEFAULT_PRECISION, spec, threshold_source)

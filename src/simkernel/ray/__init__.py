@@ -14,6 +14,8 @@ Each class loads its model once per actor, in ``__init__``, and scores whole bat
   ``ground_truth`` (a text, or a list of correct answers: the best one counts); float32 ``score``.
 - :class:`ReferenceMatchScorer`: eval_lib's ``ReferenceMatchMetric`` score of ``predicted`` against the
   list in ``references`` (a list, or a JSON list in a string), max or mean; float64 ``score``.
+- :class:`MetricScorer`: any metric of the scoring core's registry (``metric="sas"``, ``"reference"``,
+  ``"exact"`` or one a plugin registers), its score in the metric's type.
 - :class:`Embedder`: the float32 embedding of ``text`` (a fixed-size list column).
 
 Batches may be pandas DataFrames (``batch_format="pandas"``), pyarrow Tables (``"pyarrow"``) or dicts of
@@ -40,6 +42,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 _LAZY = {
+    "MetricScorer": "simkernel.ray.scorers",
     "SASScorer": "simkernel.ray.scorers",
     "ReferenceMatchScorer": "simkernel.ray.scorers",
     "Embedder": "simkernel.ray.scorers",
@@ -52,7 +55,13 @@ __all__ = list(_LAZY)
 
 if TYPE_CHECKING:  # pragma: no cover
     from simkernel.ray.resources import actor_threads  # noqa: F401
-    from simkernel.ray.scorers import BlockScorer, Embedder, ReferenceMatchScorer, SASScorer  # noqa: F401
+    from simkernel.ray.scorers import (  # noqa: F401
+        BlockScorer,
+        Embedder,
+        MetricScorer,
+        ReferenceMatchScorer,
+        SASScorer,
+    )
     from simkernel.ray.shipping import ensure_model  # noqa: F401
 
 

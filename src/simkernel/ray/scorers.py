@@ -2,12 +2,13 @@
 
 Each loads its model once, in ``__init__`` (so once per actor), on ``threads`` onnxruntime threads
 (default: the CPUs Ray assigned to the actor), and scores a whole batch with one call of the same code
-the Python APIs and the command line use: a row's score does not depend on the batch it is in, so any
+the Python APIs and the command line use (the scoring core's metric): a row's score does not depend on the batch it is in, so any
 partitioning of a dataset gives the same scores, bit for bit.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -15,11 +16,58 @@ import numpy as np
 from simkernel.ray import batches
 from simkernel.ray.resources import actor_threads
 from simkernel.ray.shipping import ensure_model
+from simkernel.scoring.registry import get_metric
+from simkernel.scoring.settings import DEFAULT_MODEL, ScoringSettings
 
-DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+
+class MetricScorer:
+    """Any metric of the scoring core's registry (:func:`simkernel.scoring.metric_names`): ``output`` = the
+    score of ``predicted`` against the metric's target column (``ground_truth``: a text, or a list where
+    the metric takes several; ``references``: a list, or a JSON list in a string), in the metric's type.
+
+    ``settings`` are :class:`~simkernel.scoring.ScoringSettings` fields (``model``, ``precision``,
+    ``batch_size``, ``threads``, ``aggregation``, ...); ``threads`` defaults to the CPUs Ray gave the actor.
+    """
+
+    def __init__(
+        self,
+        metric: str = "sas",
+        predicted: str = "predicted",
+        target: str | None = None,
+        output: str = "score",
+        ship_model: bool = True,
+        **settings: Any,
+    ) -> None:
+        self.metric = get_metric(metric)
+        self.columns = {"predicted": predicted, self.metric.target: target or self.metric.target}
+        self.output = output
+        self.dtype = np.dtype(self.metric.score_type)
+        checked = ScoringSettings.from_options(**settings)
+        if self.metric.loads_model:
+            threads = checked.threads or actor_threads()
+            model = ensure_model(checked.model, checked.precision, ship_model)
+            checked = replace(checked, model=model, threads=threads)
+        self.threads = checked.threads
+        self.model = checked.model
+        self.scorer = self.metric.scorer(checked)
+        self.scorer.load()  # once per actor
+
+    def __call__(self, batch: Any) -> Any:
+        predicted = batches.texts(
+            batches.column(batch, self.columns["predicted"], "predicted texts"), "predicted"
+        )
+        name = self.columns[self.metric.target]
+        if self.metric.target == "references":
+            targets = batches.text_lists(batches.column(batch, name, "references"), name)
+        else:
+            targets = batches.column(batch, name, "ground truth texts")
+        if not predicted:
+            return batches.with_column(batch, self.output, np.zeros(0, dtype=self.dtype))
+        scores = self.scorer.score(predicted, targets)
+        return batches.with_column(batch, self.output, np.asarray(scores, dtype=self.dtype))
 
 
-class SASScorer:
+class SASScorer(MetricScorer):
     """Semantic answer similarity (Haystack's ``SASEvaluator``): ``output`` = the float32 score of
     ``predicted`` against ``ground_truth`` (a text, or a list of correct answers: the best one counts)."""
 
@@ -34,29 +82,20 @@ class SASScorer:
         threads: int | None = None,
         ship_model: bool = True,
     ) -> None:
-        from simkernel.components.evaluators import SASEvaluator
-
-        self.columns = {"ground_truth": ground_truth, "predicted": predicted}
-        self.output = output
-        self.threads = threads or actor_threads()
-        self.model = ensure_model(model, precision, ship_model)
-        self.evaluator = SASEvaluator(
-            model=self.model, batch_size=batch_size, precision=precision, threads=self.threads
+        super().__init__(
+            "sas",
+            predicted,
+            ground_truth,
+            output,
+            ship_model,
+            model=model,
+            precision=precision,
+            batch_size=batch_size,
+            threads=threads,
         )
-        self.evaluator.warm_up()
-
-    def __call__(self, batch: Any) -> Any:
-        predicted = batches.texts(
-            batches.column(batch, self.columns["predicted"], "predicted texts"), "predicted"
-        )
-        truths = batches.column(batch, self.columns["ground_truth"], "ground truth texts")
-        if not predicted:
-            return batches.with_column(batch, self.output, np.zeros(0, dtype=np.float32))
-        result = self.evaluator.run(ground_truth_answers=truths, predicted_answers=predicted)
-        return batches.with_column(batch, self.output, np.asarray(result["individual_scores"], np.float32))
 
 
-class ReferenceMatchScorer:
+class ReferenceMatchScorer(MetricScorer):
     """eval_lib's reference match (``ReferenceMatchMetric``): ``output`` = the float64 score of ``predicted``
     against every text of its ``references`` (a list, or a JSON list in a string), each cosine clamped to
     [0, 1], then ``aggregation`` ``"max"`` or ``"mean"``; a row without references scores 0.0."""
@@ -73,32 +112,18 @@ class ReferenceMatchScorer:
         threads: int | None = None,
         ship_model: bool = True,
     ) -> None:
-        from simkernel.metrics.embedding_providers import LocalEmbeddingProvider
-
-        if aggregation not in ("max", "mean"):
-            raise ValueError(f"aggregation must be 'max' or 'mean', got {aggregation!r}")
-        self.columns = {"predicted": predicted, "references": references}
-        self.output = output
-        self.aggregation = aggregation
-        self.threads = threads or actor_threads()
-        self.model = ensure_model(model, precision, ship_model)
-        self.provider = LocalEmbeddingProvider(
-            self.model, precision=precision, threads=self.threads, batch_size=batch_size
+        super().__init__(
+            "reference",
+            predicted,
+            references,
+            output,
+            ship_model,
+            model=model,
+            precision=precision,
+            aggregation=aggregation,
+            batch_size=batch_size,
+            threads=threads,
         )
-        self.provider.encoder  # noqa: B018 - loads the model now, once per actor
-
-    def __call__(self, batch: Any) -> Any:
-        from simkernel.metrics.scoring import reference_match_scores
-
-        predicted = batches.texts(
-            batches.column(batch, self.columns["predicted"], "predicted texts"), "predicted"
-        )
-        name = self.columns["references"]
-        references = batches.text_lists(batches.column(batch, name, "references"), name)
-        if not predicted:
-            return batches.with_column(batch, self.output, np.zeros(0, dtype=np.float64))
-        scores = reference_match_scores(self.provider.embed_sync, predicted, references, self.aggregation)
-        return batches.with_column(batch, self.output, np.asarray(scores, dtype=np.float64))
 
 
 class Embedder:

@@ -15,9 +15,8 @@ from typing import Any
 
 import numpy as np
 
+from simkernel.scoring.settings import DEFAULT_MODEL, check_aggregation
 from simkernel.spark.workers import cached, pyspark_module, ship_model, task_threads, worker_model
-
-DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 
 
 def _settings(model: str, precision: str, threads: int | None, ship: bool) -> dict[str, Any]:
@@ -84,14 +83,76 @@ def _pandas_udf(function: Any, return_type: str, arguments: tuple[str, ...]) -> 
     return pyspark_module().sql.functions.pandas_udf(function, return_type)
 
 
-def _scores(n: int, keep: list[bool], values: Any, dtype: str) -> Any:
+_SPARK_TYPES = {"float32": "float", "float64": "double", "int64": "long"}  # a metric's score_type in Spark
+
+
+def _scores(n: int, keep: list[bool], values: Any, score_type: str) -> Any:
     """A nullable pandas Series of ``n`` rows: ``values`` at the kept rows, null elsewhere."""
     import pandas as pd
 
-    out = np.zeros(n, dtype=np.float32 if dtype == "Float32" else np.float64)
+    out = np.zeros(n, dtype=np.dtype(score_type))
     mask = ~np.asarray(keep, dtype=bool)
     out[~mask] = np.asarray(values, dtype=out.dtype)
+    if out.dtype.kind == "i":
+        return pd.Series(pd.arrays.IntegerArray(out, mask))
     return pd.Series(pd.arrays.FloatingArray(out, mask))
+
+
+def metric_udf(metric: str = "sas", *, ship: bool = True, name: str | None = None, **settings: Any) -> Any:
+    """Any metric of the scoring core's registry (:func:`simkernel.scoring.metric_names`):
+    ``metric_udf("sas")(predicted, target)`` is a column of the metric's scores (``float`` for float32
+    scores, ``double`` for float64, ``long`` for int64), ``target`` the metric's target column (a ground
+    truth, or an array of them where the metric takes several; an array of references). ``settings``
+    are :class:`~simkernel.scoring.ScoringSettings` fields; ``threads`` None uses ``spark.task.cpus``;
+    ``name`` is the UDF's name in Spark's column names (default: the metric's)."""
+    from simkernel.scoring.registry import get_metric
+    from simkernel.scoring.settings import ScoringSettings
+
+    _settings("", "", settings.get("threads"), False)  # Spark's own message for threads
+    chosen = get_metric(metric)
+    checked = ScoringSettings.from_options(**settings)
+    shipped = ship_model(checked.model, checked.precision) if ship and chosen.loads_model else None
+    options = {"model": checked.model, "precision": checked.precision, "threads": checked.threads}
+    key_settings = {**options, "shipped": shipped}
+    target = chosen.target
+    role = "references" if target == "references" else "ground truths"
+    lists = target == "references" or chosen.several_targets
+    first_argument = "output" if target == "references" else "predicted"
+    first = f"the {first_argument} texts (first argument)"
+
+    def score(predicted: Any, targets: Any) -> Any:
+        texts, keep_p = _column(predicted, first)
+        values, keep_t = _column(targets, f"the {role} (second argument)", lists=lists)
+        if target == "references":
+            for i, value in enumerate(values):
+                if keep_t[i] and isinstance(value, str):
+                    raise TypeError(
+                        f"the references (second argument) must be an array of texts; row {i} of a batch holds a string ({value[:60]!r})"
+                    )
+        keep = [a and b for a, b in zip(keep_p, keep_t, strict=True)]
+        rows = [i for i, k in enumerate(keep) if k]
+        scores: Any = []
+        if rows:
+            key = _key(chosen.name, key_settings, repr(sorted(checked.as_dict().items())))
+            scorer = cached(key, lambda: _scorer(chosen, checked, shipped))
+            scores = scorer.score([texts[i] for i in rows], [values[i] for i in rows])
+        return _scores(len(texts), keep, scores, chosen.score_type)
+
+    score.__name__ = score.__qualname__ = name or chosen.name
+    return _pandas_udf(score, _SPARK_TYPES[chosen.score_type], ("predicted", "targets"))
+
+
+def _scorer(metric: Any, settings: Any, shipped: dict[str, Any] | None) -> Any:
+    """``metric``'s scorer in this worker: on ``spark.task.cpus`` threads unless set, the shipped model."""
+    from dataclasses import replace
+
+    if metric.loads_model:
+        threads = settings.threads or task_threads()
+        model = worker_model(settings.model, settings.precision, shipped)
+        settings = replace(settings, model=model, threads=threads)
+    scorer = metric.scorer(settings)
+    scorer.load()  # once per worker
+    return scorer
 
 
 def sas_udf(
@@ -104,35 +165,10 @@ def sas_udf(
     """Haystack's semantic answer similarity (``SASEvaluator``): ``sas_udf()(predicted, ground_truth)`` is
     a ``float`` column, the float32 score of each predicted text against its ground truth (a string, or an
     array of correct answers: the best one counts). ``threads``: None uses ``spark.task.cpus``."""
-    settings = _settings(model, precision, threads, ship)
-
-    def sas(predicted: Any, ground_truth: Any) -> Any:
-        texts, keep_p = _column(predicted, "the predicted texts (first argument)")
-        truths, keep_g = _column(ground_truth, "the ground truths (second argument)", lists=True)
-        keep = [a and b for a, b in zip(keep_p, keep_g, strict=True)]
-        rows = [i for i, k in enumerate(keep) if k]
-        scores: list[float] = []
-        if rows:
-            evaluator = cached(_key("sas", settings, batch_size), lambda: _evaluator(settings, batch_size))
-            result = evaluator.run(
-                ground_truth_answers=[truths[i] for i in rows], predicted_answers=[texts[i] for i in rows]
-            )
-            scores = result["individual_scores"]
-        return _scores(len(texts), keep, scores, "Float32")
-
-    return _pandas_udf(sas, "float", ("predicted", "ground_truth"))
-
-
-def _evaluator(settings: dict[str, Any], batch_size: int) -> Any:
-    from simkernel.components.evaluators import SASEvaluator
-
-    threads = settings["threads"] or task_threads()
-    model = worker_model(settings["model"], settings["precision"], settings["shipped"])
-    evaluator = SASEvaluator(
-        model=model, batch_size=batch_size, precision=settings["precision"], threads=threads
+    _settings(model, precision, threads, False)
+    return metric_udf(
+        "sas", ship=ship, model=model, precision=precision, batch_size=batch_size, threads=threads
     )
-    evaluator.warm_up()
-    return evaluator
 
 
 def reference_match_udf(
@@ -146,45 +182,18 @@ def reference_match_udf(
     """eval_lib's reference match (``ReferenceMatchMetric``): ``reference_match_udf()(output, references)``
     is a ``double`` column, the score of each output text against its array of references (each cosine
     clamped to [0, 1], then ``aggregation`` ``"max"`` or ``"mean"``; an empty array scores 0.0)."""
-    if aggregation not in ("max", "mean"):
-        raise ValueError(f"aggregation must be 'max' or 'mean', got {aggregation!r}")
-    settings = _settings(model, precision, threads, ship)
-
-    def reference_match(output: Any, references: Any) -> Any:
-        from simkernel.metrics.scoring import reference_match_scores
-
-        texts, keep_o = _column(output, "the output texts (first argument)")
-        refs, keep_r = _column(references, "the references (second argument)", lists=True)
-        for i, value in enumerate(refs):
-            if keep_r[i] and isinstance(value, str):
-                raise TypeError(
-                    f"the references (second argument) must be an array of texts; row {i} of a batch holds a string ({value[:60]!r})"
-                )
-        keep = [a and b for a, b in zip(keep_o, keep_r, strict=True)]
-        rows = [i for i, k in enumerate(keep) if k]
-        scores: Any = []
-        if rows:
-            provider = cached(
-                _key("reference", settings, batch_size), lambda: _provider(settings, batch_size)
-            )
-            scores = reference_match_scores(
-                provider.embed_sync, [texts[i] for i in rows], [refs[i] for i in rows], aggregation
-            )
-        return _scores(len(texts), keep, scores, "Float64")
-
-    return _pandas_udf(reference_match, "double", ("output", "references"))
-
-
-def _provider(settings: dict[str, Any], batch_size: int) -> Any:
-    from simkernel.metrics.embedding_providers import LocalEmbeddingProvider
-
-    threads = settings["threads"] or task_threads()
-    model = worker_model(settings["model"], settings["precision"], settings["shipped"])
-    provider = LocalEmbeddingProvider(
-        model, precision=settings["precision"], threads=threads, batch_size=batch_size
+    check_aggregation(aggregation)
+    _settings(model, precision, threads, False)
+    return metric_udf(
+        "reference",
+        ship=ship,
+        name="reference_match",
+        model=model,
+        precision=precision,
+        aggregation=aggregation,
+        batch_size=batch_size,
+        threads=threads,
     )
-    provider.encoder  # noqa: B018 - loads the model now, once per worker
-    return provider
 
 
 def embedding_udf(

@@ -13,6 +13,7 @@ from typing import Any
 
 from simkernel.components._haystack import haystack_component, output_types, registry_key, run_pre_init_hook
 from simkernel.components.serialization import check_type
+from simkernel.scoring.metrics.exact import exact_matches
 
 HAYSTACK_TYPE = "haystack.components.evaluators.answer_exact_match.AnswerExactMatchEvaluator"
 
@@ -53,10 +54,7 @@ class AnswerExactMatchEvaluator:
         if not len(ground_truth_answers) == len(predicted_answers):
             raise ValueError("The length of ground_truth_answers and predicted_answers must be the same.")
 
-        matches = [
-            1 if truth == extracted else 0
-            for truth, extracted in zip(ground_truth_answers, predicted_answers, strict=True)
-        ]
+        matches = exact_matches(ground_truth_answers, predicted_answers)
         return {"individual_scores": matches, "score": sum(matches) / len(predicted_answers)}
 
     @output_types(individual_scores=list[int], score=float)

@@ -6,7 +6,8 @@ numbers (within 1e-5 of Haystack's on the same checkpoint), same serialised para
 sentence-transformers at run time; the model is an ONNX bundle of the model store (``simkernel models
 prepare`` / ``simkernel models export``).
 
-How a score is computed (as Haystack does, on the same model):
+How a score is computed (as Haystack does, on the same model; the formulas are the scoring core's
+:mod:`simkernel.scoring.metrics.sas`, which this class calls after checking Haystack's contract):
 
 - bi-encoder (the model's ``config.json`` ``architectures`` has no entry ending in
   ``ForSequenceClassification``): ``individual_scores[i]`` = cosine of the embeddings of
@@ -58,10 +59,11 @@ from simkernel.components.device import component_device, device_string, device_
 from simkernel.components.secret import Secret, SecretLike, secret_from_dict
 from simkernel.components.serialization import check_type
 from simkernel.runtime.inference.inputs import check_unicode
+from simkernel.scoring.metrics import sas
+from simkernel.scoring.settings import PRECISIONS, check_model, check_threads
 
 HAYSTACK_TYPE = "haystack.components.evaluators.sas_evaluator.SASEvaluator"
 HAYSTACK_DEFAULT_MODEL = "sentence-transformers/paraphrase-multilingual-mpnet-base-v2"
-PRECISIONS = ("fp32", "int8", "bf16")
 
 
 @haystack_component
@@ -107,10 +109,7 @@ class SASEvaluator:
         :param cache_dir: folder of the persistent embedding cache shared across runs (bi-encoders;
             default ``$SIMKERNEL_CACHE_DIR`` if set, else off; see :class:`simkernel.TextEncoder`).
         """
-        if isinstance(model, os.PathLike):
-            model = os.fspath(model)
-        if not isinstance(model, str) or not model:
-            raise ValueError(f"model must be a model id or a path (a non-empty string), got {model!r}")
+        model = check_model(model)
         if token is not None and not isinstance(token, SecretLike):
             raise TypeError(
                 f"token must be a Secret, got {type(token).__name__}: use Secret.from_env_var('HF_TOKEN') or Secret.from_token('...') (from simkernel.components or haystack.utils)"
@@ -121,8 +120,7 @@ class SASEvaluator:
             from simkernel.runtime.inference.bundle import check_precision
 
             check_precision(precision)
-        if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or threads < 1):
-            raise ValueError(f"threads must be None or a positive integer, got {threads!r}")
+        check_threads(threads)
         self._device = device  # validated (ValueError naming the value); read back as a ComponentDevice
         self._model = model
         self._batch_size = batch_size
@@ -195,28 +193,15 @@ class SASEvaluator:
         with self._lock:
             if self._similarity_model is not None:
                 return
-            from simkernel.runtime import model_architectures
-            from simkernel.runtime.inference.config import is_cross_encoder_architecture
+            from simkernel.scoring.metrics.sas import load_similarity_model
 
             providers = onnx_providers(self._device_setting)  # raises first when the device is unusable
             token = (self._token.resolve_value() if self._token is not None else None) or None
-            is_cross_encoder = is_cross_encoder_architecture(model_architectures(self._model, token=token))
-            model = self._load(is_cross_encoder, providers, token)
+            model, is_cross_encoder = load_similarity_model(
+                self._model, self._precision, self._threads, self._cache_dir, token, providers
+            )
             self._is_cross_encoder = is_cross_encoder  # before the model: run() checks the model only
             self._similarity_model = model
-
-    def _load(self, is_cross_encoder: bool, providers: list[Any] | None, token: str | None) -> Any:
-        """The runtime model: the process-wide shared instance on the CPU, a private one on another device."""
-        from simkernel import runtime
-
-        options: dict[str, Any] = {"precision": self._precision, "threads": self._threads, "token": token}
-        if not is_cross_encoder:  # a cross-encoder scores pairs: it has no embeddings to cache
-            options["cache_dir"] = self._cache_dir
-        if providers is None:
-            get = runtime.get_cross_encoder if is_cross_encoder else runtime.get_text_encoder
-            return get(self._model, **options)
-        model_class = runtime.CrossEncoder if is_cross_encoder else runtime.TextEncoder
-        return model_class(self._model, providers=providers, **options)
 
     @output_types(score=float, individual_scores=list[float])
     def run(
@@ -238,13 +223,13 @@ class SASEvaluator:
         if self._similarity_model is None:
             self.warm_up()
         if self._is_cross_encoder:
-            pairs = _cross_pairs(predictions, groups)
+            pairs = sas.cross_pairs(predictions, groups)
             scores = self._similarity_model.predict(pairs, batch_size=batch_size)
-            individual = self._cross_encoder_scores(scores, groups, several)
+            individual = sas.cross_encoder_scores(scores, groups, several, self._model)
         else:
             texts = predictions + [text for group in groups for text in group]
             embeddings = self._similarity_model.encode(texts, batch_size=batch_size)
-            individual = _bi_encoder_scores(embeddings, groups, several)
+            individual = sas.bi_encoder_scores(embeddings, groups, several)
         return {"score": np.mean(individual), "individual_scores": individual}
 
     @output_types(score=float, individual_scores=list[float])
@@ -264,13 +249,13 @@ class SASEvaluator:
 
             await run_blocking(self.warm_up)
         if self._is_cross_encoder:
-            pairs = _cross_pairs(predictions, groups)
+            pairs = sas.cross_pairs(predictions, groups)
             scores = await self._similarity_model.apredict(pairs, batch_size=batch_size)
-            individual = self._cross_encoder_scores(scores, groups, several)
+            individual = sas.cross_encoder_scores(scores, groups, several, self._model)
         else:
             texts = predictions + [text for group in groups for text in group]
             embeddings = await self._similarity_model.aencode(texts, batch_size=batch_size)
-            individual = _bi_encoder_scores(embeddings, groups, several)
+            individual = sas.bi_encoder_scores(embeddings, groups, several)
         return {"score": np.mean(individual), "individual_scores": individual}
 
     def _checked_inputs(
@@ -293,51 +278,6 @@ class SASEvaluator:
         if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size <= 0:
             raise ValueError(f"batch_size must be a positive integer, got {batch_size}.")
         return predictions, groups, several, int(batch_size)
-
-    def _cross_encoder_scores(self, scores: Any, groups: list[list[str]], several: bool) -> list[Any]:
-        """Haystack's rule on a cross-encoder's scores of :func:`_cross_pairs`, then the max per question."""
-        scores = np.asarray(scores)
-        # All or nothing, as Haystack: the logistic function is applied only when some score is above 1.
-        if (scores > 1).any():
-            with np.errstate(over="ignore"):
-                scores = 1 / (1 + np.exp(-scores))
-        if not several:
-            return scores.tolist()
-        if scores.ndim != 1:
-            raise ValueError(
-                f"several ground truths per question need a cross-encoder with one output label; {self._model!r} has {scores.shape[1]} labels"
-            )
-        return np.maximum.reduceat(scores, _offsets(groups)[:-1]).tolist()
-
-
-def _cross_pairs(predictions: list[str], groups: list[list[str]]) -> list[tuple[str, str]]:
-    """(predicted, ground_truth) pairs in Haystack's order (the CrossEncoder scores identical pairs once)."""
-    return [(p, g) for p, group in zip(predictions, groups, strict=True) for g in group]
-
-
-def _bi_encoder_scores(embeddings: np.ndarray, groups: list[list[str]], several: bool) -> list[float]:
-    """The score of each question from ONE encoder call's rows: its prediction (the first ``len(groups)``
-    rows), then every ground truth in order."""
-    from simkernel.kernels import cosine_reduce, paired_cosine
-
-    n = len(groups)
-    if not several:
-        return paired_cosine(embeddings[:n], embeddings[n:]).tolist()
-    # A question with one ground truth is scored as when no question has several (the paired
-    # kernel's rounding differs from the max kernel's by up to 6e-8): a score never depends on
-    # what else is in the call, so any split of the questions into calls gives the same scores.
-    offsets = _offsets(groups)
-    sizes = np.diff(offsets)
-    scores = np.empty(n, dtype=np.float32)
-    single = np.flatnonzero(sizes == 1)
-    scores[single] = paired_cosine(embeddings[single], embeddings[n + offsets[single]])
-    multi = np.flatnonzero(sizes != 1)
-    if multi.size:
-        rows = np.concatenate([np.arange(offsets[i], offsets[i + 1]) for i in multi])
-        multi_offsets = np.concatenate(([0], np.cumsum(sizes[multi]))).astype(np.int64)
-        truths = embeddings[n + rows]
-        scores[multi] = cosine_reduce(embeddings[multi], truths, multi_offsets, reduce="max")
-    return scores.tolist()
 
 
 def _checked_predictions(predicted_answers: Sequence[Any]) -> list[str]:
@@ -384,8 +324,3 @@ def _ground_truth_groups(ground_truth_answers: Sequence[Any]) -> tuple[list[list
             check_unicode(text, f"ground_truth_answers[{i}][{j}]")
         groups.append(list(answer))
     return groups, True
-
-
-def _offsets(groups: list[list[str]]) -> np.ndarray:
-    """int64 offsets (length q+1) of each question's ground truths in the flattened list."""
-    return np.concatenate(([0], np.cumsum([len(group) for group in groups]))).astype(np.int64)

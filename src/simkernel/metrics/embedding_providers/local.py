@@ -20,21 +20,12 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from simkernel.metrics.embedding_providers.base import EmbeddingProvider, run_blocking
+from simkernel.scoring.metrics.reference import DEFAULT_LOCAL_MODEL, resolve_local_model_id
 
 if TYPE_CHECKING:  # pragma: no cover
     from simkernel.runtime import TextEncoder
 
-DEFAULT_LOCAL_MODEL = "all-MiniLM-L6-v2"
-
-
-def resolve_local_model_id(model_name: str | None) -> str:
-    """The runtime model id or path for an eval_lib ``model_name`` (see the module docstring)."""
-    name = DEFAULT_LOCAL_MODEL if model_name is None else model_name
-    if not isinstance(name, str) or not name.strip():
-        raise ValueError(f"model_name must be a non-empty string (a model id or a folder), got {name!r}")
-    if "/" not in name and "\\" not in name and not os.path.exists(name):
-        return f"sentence-transformers/{name}"
-    return name
+__all__ = ["DEFAULT_LOCAL_MODEL", "LocalEmbeddingProvider", "resolve_local_model_id"]
 
 
 class LocalEmbeddingProvider(EmbeddingProvider):

@@ -1,5 +1,6 @@
 """Where ``simkernel score`` runs the model: in this process (``--engine local``) or on a Ray cluster
-(``--engine ray``, :mod:`simkernel.cli.ray_engine`).
+(``--engine ray``, :mod:`simkernel.ray.engine`, found by name in :data:`ENGINES` so that this layer does
+not import the one above it).
 
 An engine has a ``description`` and ``notes`` for the summary, ``load()`` (timed as the model load) and
 ``scores(inputs, rows)``, which takes the checked inputs of the chunks in input order (``rows`` of them in
@@ -9,18 +10,26 @@ not depend on the engine: both run the same scoring code, and a row's score does
 
 from __future__ import annotations
 
-import argparse
+import importlib
 from collections.abc import Iterator
+from typing import Any
 
-from simkernel.cli.modes import Scorer, make_scorer
-from simkernel.cli.rows import ChunkInputs
+from simkernel.batch.job import ScoreJob
+from simkernel.batch.rows import ChunkInputs
+from simkernel.errors import UsageError
+from simkernel.scoring.metric import Scorer
+
+# engine name -> "module:class" of an engine built from a ScoreJob (imported only when chosen)
+ENGINES = {"local": "simkernel.batch.engines:LocalEngine", "ray": "simkernel.ray.engine:RayEngine"}
+# engine name -> "module:function" that scores a folder or glob of files on the cluster's nodes
+FILE_SET_RUNNERS = {"ray": "simkernel.ray.score_files:run_score_files"}
 
 
 class LocalEngine:
     """Each chunk scored by one call of the mode's scorer in this process."""
 
-    def __init__(self, scorer: Scorer) -> None:
-        self.scorer = scorer
+    def __init__(self, job: ScoreJob) -> None:
+        self.scorer: Scorer = job.metric.scorer(job.settings)
 
     @property
     def description(self) -> str:
@@ -41,19 +50,29 @@ class LocalEngine:
         """Nothing to stop (the model stays shared in this process)."""
 
 
-def make_engine(args: argparse.Namespace):
-    """The engine ``args.engine`` names, configured from the command line (nothing loaded yet)."""
-    if args.engine == "ray":
-        from simkernel.cli.ray_engine import RayEngine
+def _named(target: str) -> Any:
+    module, name = target.split(":")
+    return getattr(importlib.import_module(module), name)
 
-        return RayEngine(args)
-    return LocalEngine(make_scorer(args))
+
+def make_engine(job: ScoreJob):
+    """The engine ``job.engine`` names, configured from the job (nothing loaded yet)."""
+    if job.engine not in ENGINES:
+        raise UsageError(f"unknown engine {job.engine!r}; choose one of: {', '.join(ENGINES)}")
+    return _named(ENGINES[job.engine])(job)
+
+
+def file_set_runner(job: ScoreJob) -> Any:
+    """The function that scores a folder or glob of files for ``job.engine``, or None where the engine
+    reads a single file only (the local engine)."""
+    target = FILE_SET_RUNNERS.get(job.engine)
+    return _named(target) if target else None
 
 
 def score_in_chunks(scorer: Scorer, inputs: ChunkInputs, enabled: bool, chunk_rows: int = 256) -> list[float]:
     """Every row of ``inputs`` scored in this process, ``chunk_rows`` per call, with a progress bar on a
     terminal when ``enabled`` (for commands that hold their rows in memory, such as ``calibrate``)."""
-    from simkernel.cli.progress import ProgressBar
+    from simkernel.batch.progress import ProgressBar
 
     total = len(inputs.predicted)
     scores: list[float] = []

@@ -1,17 +1,16 @@
-"""What identifies one run of ``simkernel score`` for ``--resume`` (:mod:`simkernel.cli.partial`)."""
+"""What identifies one run of ``simkernel score`` for ``--resume`` (:mod:`simkernel.tables.partial`)."""
 
 from __future__ import annotations
 
-import argparse
 import os
 from typing import Any
 
-from simkernel.cli.io import format_of
-from simkernel.cli.rows import columns_of
-from simkernel.runtime.acquisition.registry import DEFAULT_MODEL
+from simkernel.batch.job import ScoreJob
+from simkernel.batch.rows import columns_of
+from simkernel.tables.formats import format_of
 
 
-def fingerprint(args: argparse.Namespace, path: str, fmt: str) -> dict[str, Any]:
+def fingerprint(args: ScoreJob, path: str, fmt: str) -> dict[str, Any]:
     """What makes a run's output: the input file (path, size, modification time) and every option that
     changes the output (not the engine, threads or batch size: scores do not depend on them)."""
     stat = os.stat(path)
@@ -24,7 +23,7 @@ def fingerprint(args: argparse.Namespace, path: str, fmt: str) -> dict[str, Any]
         "mode": args.mode,
         "columns": columns_of(args),
         "label": args.label,
-        "model": args.model or (DEFAULT_MODEL if args.mode != "exact" else None),
+        "model": args.settings.model if args.metric.loads_model else args.model,
         "precision": args.precision,
         "aggregation": args.aggregation,
         "threshold": args.threshold,

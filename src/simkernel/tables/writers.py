@@ -4,7 +4,7 @@
 Table for Parquet. CSV/TSV get a header of the columns and one record per row (a value a row lacks is
 written empty; floats in shortest round-trip form, booleans as ``true``/``false``, lists and objects as
 JSON); JSONL writes each row's own keys in order, then the added ones. :class:`StdoutOutput` writes the
-chunks to stdout as they come; a file goes through :class:`simkernel.cli.partial.PartialOutput`.
+chunks to stdout as they come; a file goes through :class:`simkernel.tables.partial.PartialOutput`.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from array import array
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from simkernel.cli.errors import DataError
+from simkernel.errors import DataError
 
 SUCCESS_COLUMN = "success"
 _DELIMITERS = {"csv": ",", "tsv": "\t"}
@@ -130,7 +130,7 @@ class OutputLayout:
         """The output of one chunk: bytes (CSV, TSV, JSONL, no header) or a pyarrow Table (Parquet)."""
         successes = self.successes(scores)
         if self.format == "parquet":
-            from simkernel.cli.parquet import output_table
+            from simkernel.tables.parquet import output_table
 
             return output_table(
                 chunk, self.arrow_schema, self.score_column, self.score_type, scores, successes
@@ -146,7 +146,7 @@ class OutputLayout:
 
     def empty(self) -> Any:
         """The Parquet table of an input without rows."""
-        from simkernel.cli.parquet import empty_table
+        from simkernel.tables.parquet import empty_table
 
         return empty_table(self.arrow_schema, self.score_column, self.score_type, self.threshold is not None)
 
@@ -173,7 +173,7 @@ class StdoutOutput:
         self._started = True
         sys.stdout.flush()
         if self.layout.format == "parquet":
-            from simkernel.cli.parquet import StreamWriter
+            from simkernel.tables.parquet import StreamWriter
 
             self._parquet = StreamWriter(sys.stdout.buffer)
         else:

@@ -1,5 +1,5 @@
 """An input already split into many files: a folder or a glob of Parquet, CSV or TSV files that
-``simkernel score --engine ray`` reads on the cluster's nodes (:mod:`simkernel.cli.score_files`).
+``simkernel score --engine ray`` reads on the cluster's nodes (:mod:`simkernel.ray.score_files`).
 
 The files are taken in sorted order (of their paths), and each one's rows in file order; together they are
 one table, as if concatenated. Every file must have the same columns (Parquet: the same schema), checked
@@ -16,8 +16,8 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from simkernel.cli.errors import DataError, UsageError
-from simkernel.cli.io import STDIO, format_of
+from simkernel.errors import DataError, UsageError
+from simkernel.tables.formats import STDIO, format_of
 
 READ_ON_NODES = ("parquet", "csv", "tsv")
 
@@ -100,14 +100,14 @@ def _known(name: str) -> bool:
 
 def _header(name: str, fmt: str) -> tuple[list[str], Any]:
     if fmt == "parquet":
-        from simkernel.cli.parquet import _pq
+        from simkernel.tables.parquet import _pq
 
         try:
             schema = _pq().read_schema(name).remove_metadata()
         except (OSError, ValueError) as exc:
             raise DataError(f"{name} is not a readable Parquet file ({exc}); check the file") from None
         return list(schema.names), schema
-    from simkernel.cli.readers import open_table
+    from simkernel.tables.readers import open_table
 
     with open_table(name, fmt) as reader:
         return list(reader.columns), None

@@ -8,9 +8,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from simkernel.cli.io import STDIO, Table, format_of, write_atomically
-from simkernel.cli.readers import open_table
-from simkernel.cli.writers import render_rows
+from simkernel.tables.formats import STDIO, Table, format_of, write_atomically
+from simkernel.tables.readers import open_table
+from simkernel.tables.writers import render_rows
 
 
 def read_table(path: str, fmt: str | None = None) -> Table:

@@ -15,7 +15,7 @@ from typing import Any, TextIO
 
 import numpy as np
 
-from simkernel.cli.stats import pearson, spearman
+from simkernel.batch.stats import pearson, spearman
 
 
 @dataclass

@@ -1,4 +1,4 @@
-"""Clamped cosine similarities of answers against their references, as eval_lib computes them.
+"""``reference``: eval_lib's reference match, clamped cosine similarities of answers against their references.
 
 eval_lib, per reference: 0.0 if either vector has zero norm, else ``dot(a, r) / (|a| |r|)`` in float64,
 clamped to [0, 1]; the score is the max (``aggregation == "max"``) or the mean (any other string) of those.
@@ -17,9 +17,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
+
+from simkernel.scoring.metric import MODEL_SETTINGS, Metric
+from simkernel.scoring.settings import ScoringSettings
 
 CLAMP = (0.0, 1.0)
 
@@ -100,3 +103,70 @@ def reference_match_scores(
     offsets = np.concatenate(([0], np.cumsum([len(refs) for refs in references]))).astype(np.int64)
     embeddings = embed([*predicted, *flat])
     return score_groups(embeddings, np.arange(n), n + np.arange(len(flat)), offsets, aggregation).scores
+
+
+def resolve_local_model_id(model_name: str | None) -> str:
+    """The runtime model id or path for an eval_lib ``model_name``, read as sentence-transformers reads it
+    (eval_lib hands ``model_name`` to ``SentenceTransformer``): ``None`` means eval_lib's default
+    ``"all-MiniLM-L6-v2"``, a bare name without ``/`` that is not an existing folder is a
+    sentence-transformers model (``"all-MiniLM-L6-v2"`` -> ``"sentence-transformers/all-MiniLM-L6-v2"``);
+    anything else is passed to the runtime as given."""
+    import os
+
+    name = DEFAULT_LOCAL_MODEL if model_name is None else model_name
+    if not isinstance(name, str) or not name.strip():
+        raise ValueError(f"model_name must be a non-empty string (a model id or a folder), got {name!r}")
+    if "/" not in name and "\\" not in name and not os.path.exists(name):
+        return f"sentence-transformers/{name}"
+    return name
+
+
+DEFAULT_LOCAL_MODEL = "all-MiniLM-L6-v2"  # eval_lib's default model_name
+
+
+class ReferenceScorer:
+    """The ``reference`` metric for batches of rows: ``targets[i]`` is row ``i``'s list of references; the
+    embeddings from the shared :class:`~simkernel.runtime.TextEncoder` (no normalisation; the cosine
+    normalises), one :func:`score_groups` kernel call a batch; a row without references scores 0.0."""
+
+    def __init__(self, settings: ScoringSettings) -> None:
+        self.settings = settings
+        self.model_id = resolve_local_model_id(settings.model)
+        self.description = (
+            f"mode reference ({settings.aggregation}), model {self.model_id} ({settings.precision})"
+        )
+        self.notes: list[str] = []
+        self._encoder: Any = None
+
+    def load(self) -> None:
+        if self._encoder is None:
+            from simkernel.runtime import get_text_encoder
+            from simkernel.runtime.inference.bundle import check_precision
+
+            s = self.settings
+            check_precision(s.precision)
+            self._encoder = get_text_encoder(
+                self.model_id, precision=s.precision, threads=s.threads, cache_dir=s.cache_dir
+            )
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        """``(len(texts), dim)`` float32 embeddings in the order of ``texts`` (loads the model first)."""
+        self.load()
+        return self._encoder.encode(list(texts), batch_size=self.settings.batch_size, normalize=False)
+
+    def score(self, predicted: Sequence[str], targets: Sequence[Any]) -> list[float]:
+        if not predicted:
+            return []
+        scores = reference_match_scores(self.embed, predicted, targets, self.settings.aggregation)
+        return [float(s) for s in scores]
+
+
+METRIC = Metric(
+    name="reference",
+    target="references",
+    settings=MODEL_SETTINGS | {"aggregation"},
+    score_type="float64",
+    make_scorer=ReferenceScorer,
+    default_threshold=0.7,  # eval_lib's ReferenceMatchMetric default
+    summary="eval_lib's reference match: the predicted text against its references, cosine clamped to [0, 1], then max or mean",
+)

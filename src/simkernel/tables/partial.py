@@ -31,9 +31,9 @@ from typing import Any
 
 import numpy as np
 
-from simkernel.cli.errors import DataError, UsageError
-from simkernel.cli.io import human_size
-from simkernel.cli.writers import OutputLayout
+from simkernel.errors import DataError, UsageError
+from simkernel.tables.formats import human_size
+from simkernel.tables.writers import OutputLayout
 
 STATE_VERSION = 1
 SUFFIX = ".simkernel-partial"
@@ -178,7 +178,7 @@ class PartialOutput:
         """Add one scored chunk: its output (bytes, or a pyarrow Table for Parquet) and its scores."""
         try:
             if self.layout.format == "parquet":
-                from simkernel.cli.parquet import write_part
+                from simkernel.tables.parquet import write_part
 
                 name = self.folder / f"chunk-{self.chunks_done:06d}.parquet"
                 write_part(payload, str(name) + ".tmp")
@@ -239,7 +239,7 @@ class PartialOutput:
         shutil.rmtree(self.folder, ignore_errors=True)
 
     def _merge_parts(self) -> Path:
-        from simkernel.cli.parquet import StreamWriter, read_part
+        from simkernel.tables.parquet import StreamWriter, read_part
 
         final = self.folder / "output.parquet"
         with open(final, "wb") as sink:

@@ -3,7 +3,7 @@
 The output is one table (OUT, or stdout) with the rows of the files in sorted order, each file's rows in
 file order: byte for byte what the local engine writes for the files concatenated into one. The driver
 cuts the scored rows into ``--chunk-rows`` chunks and commits them as for a single file
-(:mod:`simkernel.cli.partial`): OUT is replaced only when every row is in, and ``--resume`` goes on after
+(:mod:`simkernel.tables.partial`): OUT is replaced only when every row is in, and ``--resume`` goes on after
 the committed chunks (the files they cover wholly are checked again for the summary, not scored).
 
 Bad rows: each block is checked on its node before it is scored; the first block with a bad row stops
@@ -14,7 +14,6 @@ before the bad block cannot be taken back: the error says how many there were.
 
 from __future__ import annotations
 
-import argparse
 import itertools
 import os
 import time
@@ -22,22 +21,24 @@ from array import array
 from collections.abc import Iterator
 from typing import Any
 
-from simkernel.cli.errors import DataError
-from simkernel.cli.file_blocks import ADDED, PATH
-from simkernel.cli.file_sets import FileSet, open_file_set
-from simkernel.cli.fingerprint import fingerprint
-from simkernel.cli.io import STDIO
-from simkernel.cli.partial import PartialOutput, print_notice
-from simkernel.cli.progress import ProgressBar
-from simkernel.cli.rows import Chunk, RowProblems, columns_of
-from simkernel.cli.survey import BadInput, Survey, check_table_columns, rows_at_most
-from simkernel.cli.writers import OutputLayout, StdoutOutput
+from simkernel.batch.fingerprint import fingerprint
+from simkernel.batch.job import ScoreJob
+from simkernel.batch.progress import ProgressBar
+from simkernel.batch.rows import RowProblems, columns_of
+from simkernel.batch.survey import BadInput, Survey, check_table_columns, rows_at_most
+from simkernel.errors import DataError
+from simkernel.ray.file_blocks import ADDED, PATH
+from simkernel.tables.chunk import Chunk
+from simkernel.tables.file_sets import FileSet, open_file_set
+from simkernel.tables.formats import STDIO
+from simkernel.tables.partial import PartialOutput, print_notice
+from simkernel.tables.writers import OutputLayout, StdoutOutput
 
 
-def run_score_files(args: argparse.Namespace, threshold: float | None, out_format: str | None) -> Any:
+def run_score_files(args: ScoreJob, threshold: float | None, out_format: str | None) -> Any:
     """Score the file set ``args.file``; returns (output, survey, engine, load_s, score_s) for the summary."""
-    from simkernel.cli.parquet import SCORE_TYPES, input_schema
-    from simkernel.cli.ray_files import FileSetEngine
+    from simkernel.ray.file_engine import FileSetEngine
+    from simkernel.tables.parquet import input_schema
 
     fs = open_file_set(args.file, args.input_format)
     out_format = out_format or fs.format
@@ -47,7 +48,7 @@ def run_score_files(args: argparse.Namespace, threshold: float | None, out_forma
         input_schema(fs.columns, fs.format) if out_format == "parquet" and fs.format != "parquet" else None
     )
     layout = OutputLayout(
-        out_format, fs.columns, args.score_column, threshold, SCORE_TYPES[args.mode], schema
+        out_format, fs.columns, args.score_column, threshold, args.metric.score_type, schema
     )
     survey = Survey(columns=dict.fromkeys(fs.columns), labels=array("d") if args.label else None)
     survey.streaming = True
@@ -120,7 +121,7 @@ def _rows_hint(fs: FileSet) -> int:
 
 
 def _chunks(
-    blocks: Iterator[Any], fs: FileSet, survey: Survey, args: argparse.Namespace, skip: int
+    blocks: Iterator[Any], fs: FileSet, survey: Survey, args: ScoreJob, skip: int
 ) -> Iterator[tuple[Chunk, list[float]]]:
     """The rows of the scored blocks cut into chunks of ``--chunk-rows`` from row ``skip`` on (every row
     tallied into ``survey``); a bad row raises :class:`BadInput` naming its file and row."""

@@ -8,30 +8,14 @@ before the model loads (the problems, the labels, the notes), and once per chunk
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from simkernel.cli.errors import DataError
-
-
-@dataclass
-class Chunk:
-    """Consecutive rows of the input: ``rows[i]`` maps column name to value (strings for CSV/TSV, JSON
-    values for JSONL, Python values for Parquet; a key a JSONL row lacks is absent), ``lines[i]`` is where
-    row ``i`` starts (1-based line, or row in Parquet), ``first`` the index of ``rows[0]`` in the input.
-    ``arrow`` is the rows as a pyarrow Table for Parquet input (its column types kept), else None."""
-
-    rows: list[dict[str, Any]]
-    lines: list[int]
-    first: int
-    arrow: Any = None
-
-    def __len__(self) -> int:
-        return len(self.rows)
-
+from simkernel.batch.job import ScoreJob
+from simkernel.errors import DataError
+from simkernel.tables.formats import JSON_CELL_FORMATS, LIST_CELL_FORMATS, position_unit
 
 DEFAULT_COLUMNS = {"predicted": "predicted", "ground_truth": "ground_truth", "references": "references"}
 FLAGS = {"predicted": "--predicted", "ground_truth": "--ground-truth", "references": "--references"}
@@ -85,22 +69,17 @@ class RowProblems:
         raise DataError(self.first + more)
 
 
-def columns_of(args: argparse.Namespace) -> dict[str, str]:
-    """Role -> column name for the chosen mode (the label is handled apart)."""
-    if args.mode == "reference":
-        return {
-            "predicted": args.predicted or DEFAULT_COLUMNS["predicted"],
-            "references": args.references or DEFAULT_COLUMNS["references"],
-        }
+def columns_of(args: ScoreJob) -> dict[str, str]:
+    """Role -> column name for the job's metric: the predicted texts and the metric's target role (the
+    label is handled apart)."""
+    target = args.metric.target
     return {
         "predicted": args.predicted or DEFAULT_COLUMNS["predicted"],
-        "ground_truth": args.ground_truth or DEFAULT_COLUMNS["ground_truth"],
+        target: getattr(args, target) or DEFAULT_COLUMNS[target],
     }
 
 
-def check_columns(
-    columns: dict[str, str], found_columns: list[str], source: str, args: argparse.Namespace
-) -> None:
+def check_columns(columns: dict[str, str], found_columns: list[str], source: str, args: ScoreJob) -> None:
     """Every column the mode reads (and ``--label``) must be among ``found_columns``; the error lists them."""
     # a name with a line break or another unprintable character is shown quoted: the error stays one line
     found = ", ".join(c if c.isprintable() else repr(c) for c in found_columns) if found_columns else "none"
@@ -117,12 +96,12 @@ def check_columns(
         raise DataError(f"{source} has no label column {args.label!r} (columns found: {found}); fix --label")
 
 
-def read_inputs(table: Any, columns: dict[str, str], args: argparse.Namespace) -> ChunkInputs:
-    """The checked inputs of every row of a whole :class:`~simkernel.cli.io.Table` (its columns checked
+def read_inputs(table: Any, columns: dict[str, str], args: ScoreJob) -> ChunkInputs:
+    """The checked inputs of every row of a whole :class:`~simkernel.tables.formats.Table` (its columns checked
     first); every bad row is counted, the first one named."""
-    if not (table.format == "jsonl" and not table.rows):  # no rows, no keys: nothing to check
+    if table.rows or table.format not in JSON_CELL_FORMATS:  # JSONL without rows has no keys to check
         check_columns(columns, table.columns, table.source, args)
-    problems = RowProblems(table.source, "row" if table.format == "parquet" else "line")
+    problems = RowProblems(table.source, position_unit(table.format))
     inputs = RowChecker(args, columns, table.format).check(table.rows, table.line_numbers, problems)
     problems.raise_if_any()
     return inputs
@@ -135,11 +114,12 @@ class RowChecker:
     references), in CSV/TSV the references are a JSON list written as text.
     """
 
-    def __init__(self, args: argparse.Namespace, columns: dict[str, str], fmt: str) -> None:
+    def __init__(self, args: ScoreJob, columns: dict[str, str], fmt: str) -> None:
         self.args = args
         self.columns = columns
         self.fmt = fmt
-        self.lists_in_cells = fmt in ("jsonl", "parquet")
+        self.lists_in_cells = fmt in LIST_CELL_FORMATS
+        self.metric = args.metric
 
     def check(self, rows: list[dict], lines: list[int], problems: RowProblems) -> ChunkInputs:
         """The inputs of ``rows`` (``lines[i]`` is where row ``i`` starts); bad rows go to ``problems``."""
@@ -147,7 +127,7 @@ class RowChecker:
         inputs = ChunkInputs(labels=[] if args.label is not None else None)
         for row, line in zip(rows, lines, strict=True):
             predicted = _text(row, columns["predicted"], "--predicted", line, problems, args.allow_empty)
-            if args.mode == "reference":
+            if self.metric.target == "references":
                 target = self._references(row, line, problems)
             else:
                 target = self._ground_truth(row, line, problems)
@@ -160,7 +140,7 @@ class RowChecker:
     def _ground_truth(self, row: dict, line: int, problems: RowProblems) -> Any:
         column = self.columns["ground_truth"]
         value = row.get(column)
-        if self.args.mode == "sas" and self.lists_in_cells and isinstance(value, (list, tuple)):
+        if self.metric.several_targets and self.lists_in_cells and isinstance(value, (list, tuple)):
             # several correct answers for one question (JSONL, Parquet): the score is the max over them
             if not value:
                 problems.add(
@@ -176,7 +156,7 @@ class RowChecker:
             problems.add(line, f"no {column!r} field; every row needs the --references column")
             return []
         value = row[column]
-        if isinstance(value, str) and self.fmt != "jsonl":
+        if isinstance(value, str) and self.fmt not in JSON_CELL_FORMATS:
             try:
                 value = json.loads(value) if value.strip() else []
             except json.JSONDecodeError as exc:

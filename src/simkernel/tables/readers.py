@@ -27,9 +27,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from simkernel.cli.errors import DataError
-from simkernel.cli.io import STDIO, format_of
-from simkernel.cli.rows import Chunk
+from simkernel.errors import DataError
+from simkernel.tables.chunk import Chunk
+from simkernel.tables.formats import STDIO, format_of
 
 _DELIMITERS = {"csv": ",", "tsv": "\t"}
 
@@ -49,7 +49,7 @@ class TableReader:
     def chunks(self, chunk_rows: int, skip_rows: int = 0) -> Iterator[Chunk]:
         """The rows in chunks of ``chunk_rows``, the first ``skip_rows`` rows (whole chunks) left out."""
         if self.format == "parquet":
-            from simkernel.cli.parquet import parquet_chunks
+            from simkernel.tables.parquet import parquet_chunks
 
             return parquet_chunks(self.path, chunk_rows, skip_rows)
         rows = _jsonl_rows(self) if self.format == "jsonl" else _delimited_rows(self)
@@ -85,7 +85,7 @@ def open_table(path: str, fmt: str | None = None) -> TableReader:
         if fmt is None:
             fmt = _sniff(real)
         if fmt == "parquet":
-            from simkernel.cli.parquet import parquet_columns
+            from simkernel.tables.parquet import parquet_columns
 
             reader = TableReader(real, fmt, source, parquet_columns(real, source), unit="row")
         else:

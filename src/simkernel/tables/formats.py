@@ -4,8 +4,8 @@ Formats are chosen by the file extension (``.csv``; ``.tsv`` / ``.tab``; ``.json
 ``.parquet`` / ``.pq``) or given explicitly; stdin (``-``) is sniffed: Parquet's magic bytes ``PAR1``, a
 first non-blank character ``{`` means JSONL, a tab in the header line means TSV, anything else CSV.
 
-``simkernel score`` streams its input and output chunk by chunk (:mod:`simkernel.cli.readers`,
-:mod:`simkernel.cli.writers`); :func:`read_table` and :func:`write_table` read or write a whole table at
+``simkernel score`` streams its input and output chunk by chunk (:mod:`simkernel.tables.readers`,
+:mod:`simkernel.tables.writers`); :func:`read_table` and :func:`write_table` read or write a whole table at
 once through the same code, for callers whose tables are small.
 """
 
@@ -17,10 +17,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from simkernel.cli.errors import DataError, UsageError
+from simkernel.errors import DataError, UsageError
 
 STDIO = "-"
 FORMATS = ("csv", "tsv", "jsonl", "parquet")
+LIST_CELL_FORMATS = ("jsonl", "parquet")  # a cell may hold a list (several ground truths, the references)
+JSON_CELL_FORMATS = ("jsonl",)  # cells are JSON values and the columns are the rows' keys
 _EXTENSIONS = {
     ".csv": "csv",
     ".tsv": "tsv",
@@ -30,6 +32,11 @@ _EXTENSIONS = {
     ".parquet": "parquet",
     ".pq": "parquet",
 }
+
+
+def position_unit(fmt: str) -> str:
+    """What a position in a file of format ``fmt`` counts: ``"row"`` in Parquet files, else ``"line"``."""
+    return "row" if fmt == "parquet" else "line"
 
 
 @dataclass
@@ -108,3 +115,12 @@ def human_size(n: float) -> str:
             return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
         size /= 1024
     return f"{size:.1f} TB"
+
+
+def require_format_support(fmt: str | None) -> None:
+    """Raise :class:`~simkernel.errors.MissingDependencyError` naming the install command when ``fmt``
+    needs an optional extra that is missing (Parquet: pyarrow); nothing for the others."""
+    if fmt == "parquet":
+        from simkernel.tables.parquet import pyarrow
+
+        pyarrow()

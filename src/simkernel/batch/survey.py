@@ -14,16 +14,17 @@ keys, known only at the end; so does any output to stdout, where printed rows co
 
 from __future__ import annotations
 
-import argparse
 from array import array
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from simkernel.cli.errors import DataError
-from simkernel.cli.modes import non_latin_rows
-from simkernel.cli.rows import Chunk, ChunkInputs, RowChecker, RowProblems, check_columns
-from simkernel.cli.writers import check_added_columns
+from simkernel.batch.job import ScoreJob
+from simkernel.batch.rows import ChunkInputs, RowChecker, RowProblems, check_columns
+from simkernel.errors import DataError
+from simkernel.scoring.notes import non_latin_rows
+from simkernel.tables.chunk import Chunk
+from simkernel.tables.writers import check_added_columns
 
 
 class BadInput(DataError):
@@ -52,14 +53,15 @@ class Survey:
         return self.rows_at_most if self.streaming else self.rows
 
 
-def tally(survey: Survey, inputs: ChunkInputs, args: argparse.Namespace) -> None:
+def tally(survey: Survey, inputs: ChunkInputs, args: ScoreJob) -> None:
     """Add one checked chunk's rows, labels and note counts to ``survey``."""
     survey.rows += len(inputs)
     if survey.labels is not None:
         survey.labels.extend(float("nan") if v is None else v for v in inputs.labels or ())
-    if args.mode != "exact":
+    metric = args.metric
+    if metric.loads_model:
         survey.non_latin += non_latin_rows(inputs.predicted, inputs.targets)
-    if args.mode == "reference":
+    if metric.target == "references":
         survey.no_references += sum(1 for refs in inputs.targets if not refs)
 
 
@@ -148,7 +150,7 @@ def rows_at_most(path: str, fmt: str) -> int:
     a row takes one line or more) or of a JSONL file (its lines), the exact count of a Parquet file (its
     metadata); read fast."""
     if fmt == "parquet":
-        from simkernel.cli.parquet import parquet_rows
+        from simkernel.tables.parquet import parquet_rows
 
         return parquet_rows(path, path)
     newlines = returns = 0

@@ -1,7 +1,7 @@
-"""The work a Ray Data actor does on one block of a file set (:mod:`simkernel.cli.file_sets`), on its node.
+"""The work a Ray Data actor does on one block of a file set (:mod:`simkernel.tables.file_sets`), on its node.
 
 A block is a pyarrow Table of consecutive rows of one input file, with Ray Data's ``path`` column. The
-actor checks every row as the driver checks a single file (:class:`simkernel.cli.rows.RowChecker`) and
+actor checks every row as the driver checks a single file (:class:`simkernel.batch.rows.RowChecker`) and
 scores the block with the scorer the Ray engine uses; it returns the block with these columns added:
 
 - ``__score``: the row's score (NaN where the block was not scored);
@@ -14,12 +14,12 @@ The driver reads them back in input order, names a bad row by its file and row, 
 
 from __future__ import annotations
 
-import argparse
 import math
 from typing import Any
 
-from simkernel.cli.modes import non_latin_rows
-from simkernel.cli.rows import RowChecker, RowProblems
+from simkernel.batch.job import ScoreJob
+from simkernel.batch.rows import RowChecker, RowProblems
+from simkernel.scoring.notes import non_latin_rows
 
 ADDED = ("__score", "__problem", "__label", "__non_latin", "__no_references")
 PATH = "path"  # the column Ray Data's readers add with include_paths=True
@@ -51,7 +51,8 @@ class FileBlockScorer:
         kwargs: dict[str, Any],
         check_only: frozenset[str] = frozenset(),
     ) -> None:
-        self.args = argparse.Namespace(**options)
+        self.args = ScoreJob(file="", **options)
+        self.metric = self.args.metric
         self.checker = RowChecker(self.args, columns, fmt)
         self.check_only = check_only
         self.scorer = scorer_class(**kwargs)
@@ -77,7 +78,7 @@ class FileBlockScorer:
                 pa.bool_(),
             ),
             "__no_references": pa.array(
-                [self.args.mode == "reference" and not t for t in targets], pa.bool_()
+                [self.metric.target == "references" and not t for t in targets], pa.bool_()
             ),
         }
         for name, values in added.items():
@@ -86,8 +87,8 @@ class FileBlockScorer:
 
     def _scores(self, pa: Any, inputs: Any) -> list[float]:
         targets = inputs.targets
-        if self.args.mode == "sas" and any(not isinstance(t, str) for t in targets):
+        if self.metric.several_targets and any(not isinstance(t, str) for t in targets):
             targets = [[t] if isinstance(t, str) else t for t in targets]  # one type per column
-        name = "references" if self.args.mode == "reference" else "ground_truth"
+        name = self.metric.target
         table = pa.table({"predicted": pa.array(inputs.predicted, pa.string()), name: pa.array(targets)})
         return self.scorer(table).column("score").to_pylist()

@@ -1,8 +1,8 @@
-"""The Ray engine on a file set (:mod:`simkernel.cli.file_sets`): the nodes read the files, not the driver.
+"""The Ray engine on a file set (:mod:`simkernel.tables.file_sets`): the nodes read the files, not the driver.
 
 One Ray Data pipeline: ``ray.data.read_parquet`` / ``ray.data.read_csv`` read the files on the nodes (with
 ``include_paths``, so each row keeps its file), ``map_batches`` checks and scores each block on
-``--workers`` actors of ``--threads`` CPUs (:class:`simkernel.cli.file_blocks.FileBlockScorer`; restarted
+``--workers`` actors of ``--threads`` CPUs (:class:`simkernel.ray.file_blocks.FileBlockScorer`; restarted
 and retried if their process dies), and the driver iterates over the scored blocks in input order
 (``preserve_order``) and writes them. Ray Data's streaming executor keeps a bounded amount of data in the
 object store (it reads ahead only as far as the actors keep up: its backpressure), so the driver never
@@ -16,13 +16,14 @@ allowed, the header's names taken from the first line (stripped, as the driver's
 
 from __future__ import annotations
 
-import argparse
 from collections.abc import Iterator
 from typing import Any
 
-from simkernel.cli.file_blocks import FileBlockScorer
-from simkernel.cli.file_sets import FileSet
-from simkernel.cli.ray_engine import RayEngine, block_rows
+from simkernel.batch.job import ScoreJob
+from simkernel.ray.engine import RayEngine, block_rows
+from simkernel.ray.file_blocks import FileBlockScorer
+from simkernel.ray.scorers import MetricScorer
+from simkernel.tables.file_sets import FileSet
 
 _DELIMITERS = {"csv": ",", "tsv": "\t"}
 
@@ -30,7 +31,7 @@ _DELIMITERS = {"csv": ",", "tsv": "\t"}
 class FileSetEngine(RayEngine):
     """:class:`RayEngine`'s connection, workers and scorers, fed by Ray Data's readers on the nodes."""
 
-    def __init__(self, args: argparse.Namespace, file_set: FileSet, columns: dict[str, str]) -> None:
+    def __init__(self, args: ScoreJob, file_set: FileSet, columns: dict[str, str]) -> None:
         super().__init__(args)
         self.file_set = file_set
         self.columns = columns
@@ -44,7 +45,7 @@ class FileSetEngine(RayEngine):
         """The rows of every file (Parquet: from the footers here; CSV/TSV: counted on the nodes)."""
         fs = self.file_set
         if fs.format == "parquet":
-            from simkernel.cli.parquet import parquet_rows
+            from simkernel.tables.parquet import parquet_rows
 
             return [parquet_rows(name, name) for name in fs.files]
         ray = self._ray
@@ -52,7 +53,7 @@ class FileSetEngine(RayEngine):
         return list(ray.get([count.remote(name, fs.format, fs.columns) for name in fs.files]))
 
     def blocks(self, check_only: frozenset[str], rows_hint: int) -> Iterator[Any]:
-        """The checked and scored blocks (pyarrow Tables, see :mod:`simkernel.cli.file_blocks`), in input
+        """The checked and scored blocks (pyarrow Tables, see :mod:`simkernel.ray.file_blocks`), in input
         order; the files in ``check_only`` are checked, not scored."""
         ray = self._ray
         from ray.data import DataContext
@@ -74,7 +75,7 @@ class FileSetEngine(RayEngine):
                 "options": self.row_options,
                 "columns": self.columns,
                 "fmt": fs.format,
-                "scorer_class": self._scorer_class(),
+                "scorer_class": MetricScorer,
                 "kwargs": self._scorer_kwargs(),
                 "check_only": check_only,
             },
@@ -91,8 +92,8 @@ class FileSetEngine(RayEngine):
         except Exception as exc:
             if not type(exc).__module__.startswith("ray"):
                 raise
-            from simkernel.cli.errors import DataError
-            from simkernel.cli.ray_engine import _cause
+            from simkernel.errors import DataError
+            from simkernel.ray.engine import _cause
 
             raise DataError(f"the Ray workers failed: {_cause(exc)}") from None
 

@@ -15,10 +15,8 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from simkernel._optional import import_optional
-from simkernel.cli.errors import DataError
-from simkernel.cli.rows import Chunk
-
-SCORE_TYPES = {"sas": "float32", "reference": "float64", "exact": "int64"}
+from simkernel.errors import DataError
+from simkernel.tables.chunk import Chunk
 
 
 def pyarrow(feature: str = "reading and writing Parquet files") -> Any:
@@ -52,7 +50,7 @@ def _open(path: str, source: str) -> Any:
 
 
 def parquet_chunks(path: str, chunk_rows: int, skip_rows: int = 0) -> Iterator[Any]:
-    """:class:`~simkernel.cli.rows.Chunk` s of exactly ``chunk_rows`` rows (the last fewer), each with its
+    """:class:`~simkernel.tables.chunk.Chunk` s of exactly ``chunk_rows`` rows (the last fewer), each with its
     rows as Python values and as a pyarrow Table; row numbers are 1-based."""
 
     pa = pyarrow()

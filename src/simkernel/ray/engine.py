@@ -9,20 +9,19 @@ next block is read and put only when a scored one has come back. So reading, sco
 the object store holds a bounded number of blocks whatever the input's size (before, every block of the input
 was put first, then scored).
 
-``--workers`` actors of ``--threads`` CPUs each (default 1) run :class:`simkernel.ray.SASScorer` or
-:class:`simkernel.ray.ReferenceMatchScorer` through :class:`simkernel.ray.BlockScorer`; a
+``--workers`` actors of ``--threads`` CPUs each (default 1) run the job's metric
+(:class:`simkernel.ray.MetricScorer`) through :class:`simkernel.ray.BlockScorer`; a
 ``ray.util.ActorPool`` hands each block to an idle actor and returns the results in submission order, and
 the driver regroups them into the chunks it writes, checking that every row comes back once and in input
 order. An actor whose process dies is restarted by Ray and its block retried (``max_restarts`` and
 ``max_task_retries`` unbounded), so the output is complete either way.
 
-The scorers run the code the local engine runs (``SASEvaluator``, the metrics' reference match), and a
+The scorers run the code the local engine runs (the scoring core's metric), and a
 row's score does not depend on its batch-mates: the output equals the local engine's, byte for byte.
 """
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import io
 import math
@@ -32,10 +31,9 @@ from collections import deque
 from collections.abc import Iterator
 from typing import Any
 
-from simkernel.cli.errors import DataError
-from simkernel.cli.modes import DEFAULT_BATCH_SIZE, DEFAULT_PRECISION
-from simkernel.cli.rows import ChunkInputs
-from simkernel.runtime.acquisition.registry import DEFAULT_MODEL
+from simkernel.batch.job import ScoreJob
+from simkernel.batch.rows import ChunkInputs
+from simkernel.errors import DataError
 
 BLOCKS_PER_WORKER = 4  # enough blocks that a slow or restarted worker does not hold up the others
 IN_FLIGHT_PER_WORKER = 2  # blocks in the object store per worker: one scoring, one waiting its turn
@@ -46,12 +44,11 @@ ACTOR_START_TIMEOUT_S = 900  # a worker's start: Ray's worker process, the model
 class RayEngine:
     """Scores chunks on a Ray cluster (see the module docstring); ``load()`` connects to it."""
 
-    def __init__(self, args: argparse.Namespace) -> None:
-        self.mode = args.mode
-        self.model = args.model or DEFAULT_MODEL
-        self.precision = args.precision or DEFAULT_PRECISION
-        self.batch_size = args.batch_size or DEFAULT_BATCH_SIZE
-        self.aggregation = args.aggregation or "max"
+    def __init__(self, args: ScoreJob) -> None:
+        self.metric = args.metric
+        self.settings = args.settings
+        self.model = self.settings.model
+        self.precision = self.settings.precision
         self.address = args.address
         self.cpus = args.threads or 1
         self.workers = args.workers
@@ -65,7 +62,7 @@ class RayEngine:
 
     @property
     def description(self) -> str:
-        mode = f"mode reference ({self.aggregation})" if self.mode == "reference" else "mode sas"
+        mode = self.metric.scorer(self.settings).description.split(", model ")[0]
         where = f"Ray cluster {self.address}" if self.address else "Ray on this machine"
         workers = f"{self.workers} worker{'s' if self.workers != 1 else ''}" if self.workers else "workers"
         return f"{mode}, model {self.model} ({self.precision}), {where}: {workers} x {self.cpus} CPU"
@@ -122,12 +119,10 @@ class RayEngine:
         ray = self._ray
         from ray.util import ActorPool
 
-        from simkernel.ray import BlockScorer
+        from simkernel.ray.scorers import BlockScorer, MetricScorer
 
         actor_class = ray.remote(num_cpus=self.cpus, max_restarts=-1, max_task_retries=-1)(BlockScorer)
-        actors = [
-            actor_class.remote(self._scorer_class(), self._scorer_kwargs()) for _ in range(self.workers)
-        ]
+        actors = [actor_class.remote(MetricScorer, self._scorer_kwargs()) for _ in range(self.workers)]
         ray.get([actor.ready.remote() for actor in actors], timeout=ACTOR_START_TIMEOUT_S)
         return ActorPool(actors)
 
@@ -154,10 +149,10 @@ class RayEngine:
 
     def _block(self, pa: Any, chunk: ChunkInputs, start: int, stop: int, first_row: int) -> Any:
         targets = chunk.targets[start:stop]
-        if self.mode == "sas" and any(not isinstance(t, str) for t in targets):
+        if self.metric.several_targets and any(not isinstance(t, str) for t in targets):
             # a column holds one type: single answers as lists of one (scored the same, bit for bit)
             targets = [[t] if isinstance(t, str) else t for t in targets]
-        name = "references" if self.mode == "reference" else "ground_truth"
+        name = self.metric.target
         return pa.table(
             {
                 "row": pa.array(range(first_row, first_row + stop - start), pa.int64()),
@@ -166,21 +161,9 @@ class RayEngine:
             }
         )
 
-    def _scorer_class(self) -> type:
-        from simkernel.ray import ReferenceMatchScorer, SASScorer
-
-        return ReferenceMatchScorer if self.mode == "reference" else SASScorer
-
     def _scorer_kwargs(self) -> dict[str, Any]:
-        kwargs = {
-            "model": self.model,
-            "precision": self.precision,
-            "batch_size": self.batch_size,
-            "threads": self.cpus,
-        }
-        if self.mode == "reference":
-            kwargs["aggregation"] = self.aggregation
-        return kwargs
+        """:class:`~simkernel.ray.MetricScorer`'s arguments: the metric, its settings on ``cpus`` threads."""
+        return {"metric": self.metric.name, **scorer_settings(self.metric, self.settings, self.cpus)}
 
     def close(self) -> None:
         """Disconnect (a Ray instance started here stops; a cluster keeps running)."""
@@ -232,6 +215,15 @@ class NativeStderr:
         if not self._kept:
             with contextlib.suppress(OSError):
                 os.unlink(self.path)
+
+
+def scorer_settings(metric: Any, settings: Any, threads: int) -> dict[str, Any]:
+    """The settings ``metric`` takes, as keyword arguments for a worker's scorer, on ``threads`` threads."""
+    taken = metric.settings - {"cache_dir"}  # workers keep no embedding cache
+    kwargs = {name: value for name, value in settings.as_dict().items() if name in taken}
+    if "threads" in taken:
+        kwargs["threads"] = threads
+    return kwargs
 
 
 def block_rows(rows: int, workers: int, chunk_rows: int) -> int:
