@@ -115,7 +115,7 @@ def _check_options(args: ScoreJob) -> None:
         raise UsageError(
             "--cache-dir applies to --engine local only (Ray workers keep no embedding cache); drop it"
         )
-    if args.engine == "ray" and not args.metric.loads_model:
+    if args.engine == "ray" and args.metric.local_only:
         raise UsageError(
             f"--engine ray does not apply to --mode {args.mode} (it loads no model and runs locally at millions of rows/s); drop --engine ray"
         )

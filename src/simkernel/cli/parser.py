@@ -13,7 +13,9 @@ from typing import NoReturn
 
 from simkernel._optional import TORCH_PIN
 from simkernel._version import __version__
-from simkernel.runtime.acquisition.registry import DEFAULT_MODEL
+from simkernel.batch.job import DEFAULT_CHUNK_ROWS
+from simkernel.scoring.registry import get_metric, metric_names
+from simkernel.scoring.settings import AGGREGATIONS, DEFAULT_MODEL, DEFAULT_PRECISION, PRECISIONS
 from simkernel.tables.formats import FORMATS
 
 _SCORE_EPILOG = f"""\
@@ -65,9 +67,6 @@ def _non_negative_int(text: str) -> int:
     return value
 
 
-DEFAULT_CHUNK_ROWS = 10_000
-
-
 def _finite_float(text: str) -> float:
     try:
         value = float(text)
@@ -115,7 +114,12 @@ def _add_score(commands: argparse._SubParsersAction) -> None:
     score.add_argument(
         "file", metavar="FILE", help="CSV, TSV, JSONL or Parquet file (by extension), or - for stdin"
     )
-    score.add_argument("--mode", choices=("sas", "reference", "exact"), default="sas", help="default: sas")
+    score.add_argument(
+        "--mode",
+        choices=metric_names(),
+        default="sas",
+        help="the metric (the scoring core's registry, plugins included; default: sas)",
+    )
     columns = score.add_argument_group("columns")
     columns.add_argument(
         "--predicted", metavar="COL", help="column of predicted answers (default: predicted)"
@@ -142,7 +146,7 @@ def _add_score(commands: argparse._SubParsersAction) -> None:
     _add_model_options(score)
     scoring = score.add_argument_group("scoring")
     scoring.add_argument(
-        "--aggregation", choices=("max", "mean"), help="reference mode: combine the references (default: max)"
+        "--aggregation", choices=AGGREGATIONS, help="reference mode: combine the references (default: max)"
     )
     scoring.add_argument(
         "--threshold",
@@ -213,7 +217,7 @@ def _add_model_options(command: argparse.ArgumentParser) -> None:
     model.add_argument("--model", metavar="ID", help=f"model id or local folder (default: {DEFAULT_MODEL})")
     model.add_argument(
         "--precision",
-        choices=("fp32", "int8", "bf16"),
+        choices=PRECISIONS,
         help="fp32 (default), int8 (faster, less exact) or bf16 (CPUs with native bf16: avx512_bf16 or "
         "amx_bf16; the openvino extra)",
     )
@@ -259,7 +263,12 @@ def _add_calibrate(commands: argparse._SubParsersAction) -> None:
     calibrate.add_argument(
         "file", metavar="FILE", help="CSV, TSV or JSONL file (by extension), or - for stdin"
     )
-    calibrate.add_argument("--mode", choices=("sas", "reference"), default="sas", help="default: sas")
+    calibrate.add_argument(
+        "--mode",
+        choices=[name for name in metric_names() if get_metric(name).loads_model],
+        default="sas",
+        help="a metric that runs a model (default: sas)",
+    )
     columns = calibrate.add_argument_group("columns")
     columns.add_argument(
         "--predicted", metavar="COL", help="column of predicted answers (default: predicted)"
@@ -282,7 +291,7 @@ def _add_calibrate(commands: argparse._SubParsersAction) -> None:
         help="labels >= V are positive (default: the midpoint of the lowest and highest label)",
     )
     options.add_argument(
-        "--aggregation", choices=("max", "mean"), help="reference mode: combine the references (default: max)"
+        "--aggregation", choices=AGGREGATIONS, help="reference mode: combine the references (default: max)"
     )
     options.add_argument(
         "--bootstrap",
@@ -375,7 +384,7 @@ def _add_serve(commands: argparse._SubParsersAction) -> None:
     )
     add, n = serve.add_argument, _positive_int
     add("--model", metavar="ID", action="append", required=True, help="a model to serve (repeatable)")
-    add("--precision", choices=("fp32", "int8", "bf16"), default="fp32", help="default: fp32")
+    add("--precision", choices=PRECISIONS, default=DEFAULT_PRECISION, help=f"default: {DEFAULT_PRECISION}")
     add("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1, this machine only)")
     add("--port", type=_non_negative_int, default=8080, help="default: 8080; 0: a free port (printed)")
     add("--api-key-file", metavar="F", help="require 'Authorization: Bearer KEY', KEY the first line of F "

@@ -63,15 +63,17 @@ class RayEngine:
     @property
     def description(self) -> str:
         mode = self.metric.scorer(self.settings).description.split(", model ")[0]
+        model = f", model {self.model} ({self.precision})" if self.metric.loads_model else ""
         where = f"Ray cluster {self.address}" if self.address else "Ray on this machine"
         workers = f"{self.workers} worker{'s' if self.workers != 1 else ''}" if self.workers else "workers"
-        return f"{mode}, model {self.model} ({self.precision}), {where}: {workers} x {self.cpus} CPU"
+        return f"{mode}{model}, {where}: {workers} x {self.cpus} CPU"
 
     def load(self) -> None:
         """Find the model here (the workers get it from this node if theirs lack it), connect to Ray."""
         from simkernel.runtime import resolve_model
 
-        resolve_model(self.model, self.precision)  # a missing model fails now, with the usual message
+        if self.metric.loads_model:  # a missing model fails now, with the usual message
+            resolve_model(self.model, self.precision)
         self._native_log = NativeStderr()
         self._ray = _connect(self.address)
         cluster_cpus = int(self._ray.cluster_resources().get("CPU", 0))

@@ -52,7 +52,9 @@ class Metric:
     - ``make_scorer(settings)``: its :class:`Scorer` (nothing loaded until ``load()``);
     - ``summary``: one line for ``--help`` and the docs;
     - ``several_targets``: a row's ground truth may be a list of texts (scored against the best of them);
-    - ``default_threshold``: the success threshold when the user sets none (None: no success column).
+    - ``default_threshold``: the success threshold when the user sets none (None: no success column);
+    - ``local_only``: it scores millions of rows a second in one process, so an engine that spreads the
+      work over a cluster refuses it (``exact``).
     """
 
     name: str
@@ -63,6 +65,7 @@ class Metric:
     summary: str
     several_targets: bool = False
     default_threshold: float | None = None
+    local_only: bool = False
 
     def __post_init__(self) -> None:
         if self.target not in TARGET_ROLES:

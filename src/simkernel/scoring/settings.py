@@ -12,7 +12,6 @@ import os
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from simkernel._validation import REDUCTIONS
 from simkernel.runtime.acquisition.registry import DEFAULT_MODEL
 from simkernel.runtime.inference.bundle import PRECISIONS as PRECISION_FILES
 
@@ -33,7 +32,7 @@ __all__ = [
 PRECISIONS: tuple[str, ...] = tuple(PRECISION_FILES)  # ("fp32", "int8", "bf16")
 DEFAULT_PRECISION = "fp32"
 DEFAULT_BATCH_SIZE = 32  # texts (bi-encoder) or pairs (cross-encoder) per forward pass
-AGGREGATIONS: tuple[str, ...] = REDUCTIONS  # ("max", "mean"): how several references combine
+AGGREGATIONS: tuple[str, ...] = ("max", "mean")  # how a text's scores against several references combine
 DEFAULT_AGGREGATION = "max"
 
 

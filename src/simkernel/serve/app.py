@@ -14,7 +14,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from simkernel.serve import routes_eval, routes_openai, routes_tei
+from simkernel.serve import routes_eval, routes_openai, routes_score, routes_tei
 from simkernel.serve.bodies import read_json
 from simkernel.serve.errors import ApiError, error_body
 from simkernel.serve.metrics import CONTENT_TYPE, ServerMetrics
@@ -86,6 +86,16 @@ def _post(state: AppState, handler):
     return endpoint
 
 
+def _post_metric(state: AppState):
+    """``POST /v1/score/{metric}``: the path's metric scored by :func:`routes_score.score`."""
+
+    async def endpoint(request: Request) -> Response:
+        name = request.path_params["metric"]
+        return await _post(state, lambda st, body: routes_score.score(st, body, name))(request)
+
+    return endpoint
+
+
 async def _embeddings(state: AppState, body: dict[str, Any]) -> bytes:
     payload, tokens = await routes_openai.embeddings(state, body)
     state.metrics.input_tokens.labels(body["model"]).inc(tokens)
@@ -130,6 +140,7 @@ def build_app(settings: ServeSettings, models: ServedModels) -> ServeMiddleware:
         Route("/rerank", _post(state, routes_tei.rerank), methods=["POST"]),
         Route("/v1/sas", _post(state, routes_eval.sas), methods=["POST"]),
         Route("/v1/reference-match", _post(state, routes_eval.reference_match), methods=["POST"]),
+        Route("/v1/score/{metric}", _post_metric(state), methods=["POST"]),
         Route("/v1/models", list_models, methods=["GET"]),
         Route("/health", health, methods=["GET"]),
         Route("/ready", ready, methods=["GET"]),

@@ -9,6 +9,7 @@ Each factory, called on the driver with a SparkSession running, returns a column
     df = spark.read.parquet("answers.parquet")
     df.withColumn("score", sas_udf()("predicted", "ground_truth")).write.parquet("scored/")
 
+- :func:`metric_udf`: any metric of the scoring core's registry, by name (plugins included).
 - :func:`sas_udf`: Haystack's semantic answer similarity (``SASEvaluator``) of a predicted text against
   its ground truth (a string, or an array of correct answers: the best one counts); ``float``.
 - :func:`reference_match_udf`: eval_lib's ``ReferenceMatchMetric`` score of a text against an array of
@@ -38,6 +39,7 @@ from simkernel._lazy import lazy_face
 
 _LAZY = {
     "sas_udf": "simkernel.spark.udfs",
+    "metric_udf": "simkernel.spark.udfs",
     "reference_match_udf": "simkernel.spark.udfs",
     "embedding_udf": "simkernel.spark.udfs",
     "task_threads": "simkernel.spark.workers",
@@ -48,7 +50,7 @@ _LAZY = {
 __all__ = list(_LAZY)
 
 if TYPE_CHECKING:  # pragma: no cover
-    from simkernel.spark.udfs import embedding_udf, reference_match_udf, sas_udf  # noqa: F401
+    from simkernel.spark.udfs import embedding_udf, metric_udf, reference_match_udf, sas_udf  # noqa: F401
     from simkernel.spark.workers import loaded, ship_model, task_threads  # noqa: F401
 
 __getattr__, __dir__ = lazy_face(__name__, _LAZY, globals())

@@ -110,11 +110,12 @@ def metric_udf(metric: str = "sas", *, ship: bool = True, name: str | None = Non
 
     _settings("", "", settings.get("threads"), False)  # Spark's own message for threads
     chosen = get_metric(metric)
+    metric_name = chosen.name  # the workers look the metric up by name (a plugin's is found there too)
     checked = ScoringSettings.from_options(**settings)
     shipped = ship_model(checked.model, checked.precision) if ship and chosen.loads_model else None
     options = {"model": checked.model, "precision": checked.precision, "threads": checked.threads}
     key_settings = {**options, "shipped": shipped}
-    target = chosen.target
+    target, score_type = chosen.target, chosen.score_type
     role = "references" if target == "references" else "ground truths"
     lists = target == "references" or chosen.several_targets
     first_argument = "output" if target == "references" else "predicted"
@@ -133,19 +134,23 @@ def metric_udf(metric: str = "sas", *, ship: bool = True, name: str | None = Non
         rows = [i for i, k in enumerate(keep) if k]
         scores: Any = []
         if rows:
-            key = _key(chosen.name, key_settings, repr(sorted(checked.as_dict().items())))
-            scorer = cached(key, lambda: _scorer(chosen, checked, shipped))
+            key = _key(metric_name, key_settings, repr(sorted(checked.as_dict().items())))
+            scorer = cached(key, lambda: _scorer(metric_name, checked, shipped))
             scores = scorer.score([texts[i] for i in rows], [values[i] for i in rows])
-        return _scores(len(texts), keep, scores, chosen.score_type)
+        return _scores(len(texts), keep, scores, score_type)
 
     score.__name__ = score.__qualname__ = name or chosen.name
     return _pandas_udf(score, _SPARK_TYPES[chosen.score_type], ("predicted", "targets"))
 
 
-def _scorer(metric: Any, settings: Any, shipped: dict[str, Any] | None) -> Any:
-    """``metric``'s scorer in this worker: on ``spark.task.cpus`` threads unless set, the shipped model."""
+def _scorer(name: str, settings: Any, shipped: dict[str, Any] | None) -> Any:
+    """The scorer of the metric ``name`` in this worker: on ``spark.task.cpus`` threads unless set, the
+    shipped model."""
     from dataclasses import replace
 
+    from simkernel.scoring.registry import get_metric
+
+    metric = get_metric(name)
     if metric.loads_model:
         threads = settings.threads or task_threads()
         model = worker_model(settings.model, settings.precision, shipped)

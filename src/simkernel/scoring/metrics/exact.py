@@ -37,5 +37,6 @@ METRIC = Metric(
     settings=frozenset(),
     score_type="int64",
     make_scorer=ExactScorer,
+    local_only=True,
     summary="exact match (Haystack's AnswerExactMatchEvaluator): 1 if the two texts are identical, else 0",
 )
