@@ -17,6 +17,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 from typing import Any
 
+from simkernel.scoring.settings import AGGREGATIONS
 from simkernel.serve import bodies
 from simkernel.serve.errors import ApiError, invalid, model_call
 
@@ -85,7 +86,7 @@ async def reference_match(app_state, body: dict[str, Any]) -> dict[str, Any]:
         allow_empty_list=True,
     )
     aggregation = body.get("aggregation", "max")
-    if aggregation not in ("max", "mean"):
+    if aggregation not in AGGREGATIONS:
         raise invalid(
             f'\'aggregation\' must be "max" or "mean", got {str(aggregation)[:60]!r}', "invalid_value"
         )
