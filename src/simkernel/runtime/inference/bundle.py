@@ -21,13 +21,13 @@ from simkernel.runtime.inference.manifest import (
     manifest_entries,
     read_manifest,
 )
+from simkernel.runtime.precisions import PRECISIONS
 from simkernel.runtime.inference.session import OnnxEncoderSession
 from simkernel.runtime.inference.tokenizer import TextTokenizer
 
 if TYPE_CHECKING:  # pragma: no cover
     from simkernel.runtime.inference.openvino_session import OpenVinoEncoderSession
 
-PRECISIONS = {"fp32": "model.onnx", "int8": "model_int8.onnx", "bf16": "model.onnx"}
 # OpenVINO's inference precision for precision="bf16". Tests set "f32" (with the CPU check passed) to run
 # the whole bf16 path on a CPU without bf16; nothing else changes it.
 BF16_INFERENCE = "bf16"
