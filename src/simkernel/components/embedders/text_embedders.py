@@ -1,5 +1,6 @@
 """``SimkernelTextEmbedder`` and ``SimkernelDocumentEmbedder``: Haystack embedders on the shared
-:class:`~simkernel.runtime.TextEncoder`, with sentence-transformers-haystack's parameters."""
+:class:`~simkernel.runtime.TextEncoder`, with sentence-transformers-haystack's parameters, and
+``document_text`` (what is embedded of a document, which the ranker scores too)."""
 
 from __future__ import annotations
 
@@ -7,17 +8,16 @@ import threading
 from dataclasses import replace
 from typing import Any
 
-from simkernel.integrations._common import check_settings, require, shared_encoder
+from simkernel.components._haystack import component_from_dict, haystack_component, output_types, registry_key
+from simkernel.components._settings import check_settings, require, shared_encoder
 from simkernel.runtime.acquisition.registry import DEFAULT_MODEL
 from simkernel.runtime.inference.inputs import check_batch_size
 
 try:
-    from haystack import Document, component, default_from_dict, default_to_dict
+    from haystack import Document
 except ImportError:  # pragma: no cover - raises MissingDependencyError naming the extra
     require("haystack", "haystack", "Haystack")
     raise
-
-ALLOWED_MODULES = ["simkernel.integrations.haystack"]
 
 
 def document_text(document: Any, meta_fields: list[str], separator: str, prefix: str, suffix: str) -> str:
@@ -91,7 +91,7 @@ class _Embedder:
         }
 
 
-@component
+@haystack_component
 class SimkernelTextEmbedder(_Embedder):
     """Embed one string (a query): sentence-transformers-haystack's ``SentenceTransformersTextEmbedder``
     on simkernel. Output ``embedding``: a list of floats."""
@@ -107,16 +107,17 @@ class SimkernelTextEmbedder(_Embedder):
         progress_bar: bool = True,
         normalize_embeddings: bool = False,
     ) -> None:
-        _Embedder.__init__(  # haystack's @component rebuilds the class: no bare super()
-            self, model, precision, threads, prefix, suffix, batch_size, progress_bar, normalize_embeddings
+        super().__init__(
+            model, precision, threads, prefix, suffix, batch_size, progress_bar, normalize_embeddings
         )
 
     def to_dict(self) -> dict[str, Any]:
-        return default_to_dict(self, **self._init_parameters())
+        return {"type": registry_key(type(self)), "init_parameters": self._init_parameters()}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> SimkernelTextEmbedder:
-        return default_from_dict(cls, data)
+        """Rebuild from :meth:`to_dict` output (also one saved as ``simkernel.integrations.haystack``'s)."""
+        return component_from_dict(cls, data)
 
     def _text(self, text: str) -> str:
         if not isinstance(text, str):
@@ -125,18 +126,18 @@ class SimkernelTextEmbedder(_Embedder):
             )
         return self.prefix + text + self.suffix
 
-    @component.output_types(embedding=list[float])
+    @output_types(embedding=list[float])
     def run(self, text: str) -> dict[str, Any]:
         """``{"embedding": [...]}`` of ``prefix + text + suffix``."""
         return {"embedding": self._encode([self._text(text)])[0]}
 
-    @component.output_types(embedding=list[float])
+    @output_types(embedding=list[float])
     async def run_async(self, text: str) -> dict[str, Any]:
         """:meth:`run` awaited on the encoder's ``aencode`` (the event loop keeps running)."""
         return {"embedding": (await self._aencode([self._text(text)]))[0]}
 
 
-@component
+@haystack_component
 class SimkernelDocumentEmbedder(_Embedder):
     """Embed documents: sentence-transformers-haystack's ``SentenceTransformersDocumentEmbedder`` on
     simkernel. Output ``documents``: copies of the input documents with ``embedding`` set (all texts in ONE
@@ -155,23 +156,24 @@ class SimkernelDocumentEmbedder(_Embedder):
         meta_fields_to_embed: list[str] | None = None,
         embedding_separator: str = "\n",
     ) -> None:
-        _Embedder.__init__(  # haystack's @component rebuilds the class: no bare super()
-            self, model, precision, threads, prefix, suffix, batch_size, progress_bar, normalize_embeddings
+        super().__init__(
+            model, precision, threads, prefix, suffix, batch_size, progress_bar, normalize_embeddings
         )
         self.meta_fields_to_embed = list(meta_fields_to_embed or [])
         self.embedding_separator = embedding_separator
 
     def to_dict(self) -> dict[str, Any]:
-        return default_to_dict(
-            self,
+        init_parameters = {
             **self._init_parameters(),
-            meta_fields_to_embed=self.meta_fields_to_embed,
-            embedding_separator=self.embedding_separator,
-        )
+            "meta_fields_to_embed": self.meta_fields_to_embed,
+            "embedding_separator": self.embedding_separator,
+        }
+        return {"type": registry_key(type(self)), "init_parameters": init_parameters}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> SimkernelDocumentEmbedder:
-        return default_from_dict(cls, data)
+        """Rebuild from :meth:`to_dict` output (also one saved as ``simkernel.integrations.haystack``'s)."""
+        return component_from_dict(cls, data)
 
     def _texts(self, documents: list[Document]) -> list[str]:
         if not isinstance(documents, list) or any(not isinstance(d, Document) for d in documents):
@@ -181,14 +183,14 @@ class SimkernelDocumentEmbedder(_Embedder):
         fields, separator = self.meta_fields_to_embed, self.embedding_separator
         return [document_text(d, fields, separator, self.prefix, self.suffix) for d in documents]
 
-    @component.output_types(documents=list[Document])
+    @output_types(documents=list[Document])
     def run(self, documents: list[Document]) -> dict[str, list[Document]]:
         """``{"documents": [...]}``: the documents with their embeddings."""
         texts = self._texts(documents)
         vectors = self._encode(texts) if texts else []
         return {"documents": [replace(d, embedding=v) for d, v in zip(documents, vectors, strict=True)]}
 
-    @component.output_types(documents=list[Document])
+    @output_types(documents=list[Document])
     async def run_async(self, documents: list[Document]) -> dict[str, list[Document]]:
         """:meth:`run` awaited on the encoder's ``aencode`` (the event loop keeps running)."""
         texts = self._texts(documents)

@@ -9,12 +9,13 @@ from typing import Any
 
 import numpy as np
 
-from simkernel.integrations._common import check_settings, require
-from simkernel.integrations.haystack.embedders import document_text
+from simkernel.components._haystack import component_from_dict, haystack_component, output_types, registry_key
+from simkernel.components._settings import check_settings, require
+from simkernel.components.embedders.text_embedders import document_text
 from simkernel.runtime.inference.inputs import check_batch_size
 
 try:
-    from haystack import Document, component, default_from_dict, default_to_dict
+    from haystack import Document
     from haystack.utils.misc import _deduplicate_documents
 except ImportError:  # pragma: no cover - raises MissingDependencyError naming the extra
     require("haystack", "haystack", "Haystack")
@@ -23,7 +24,7 @@ except ImportError:  # pragma: no cover - raises MissingDependencyError naming t
 DEFAULT_RANKER = "cross-encoder/ms-marco-MiniLM-L-6-v2"
 
 
-@component
+@haystack_component
 class SimkernelSimilarityRanker:
     """Rank documents by a cross-encoder's score of ``(query, document)``, highest first.
 
@@ -83,11 +84,15 @@ class SimkernelSimilarityRanker:
             "model precision threads top_k query_prefix query_suffix document_prefix document_suffix "
             "meta_fields_to_embed embedding_separator scale_score score_threshold batch_size"
         ).split()
-        return default_to_dict(self, **{name: getattr(self, name) for name in names})
+        return {
+            "type": registry_key(type(self)),
+            "init_parameters": {name: getattr(self, name) for name in names},
+        }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> SimkernelSimilarityRanker:
-        return default_from_dict(cls, data)
+        """Rebuild from :meth:`to_dict` output (also one saved as ``simkernel.integrations.haystack``'s)."""
+        return component_from_dict(cls, data)
 
     def _pairs(self, query: str, documents: list[Document], top_k: int | None) -> tuple[list, list]:
         if top_k is not None and top_k <= 0:
@@ -119,7 +124,7 @@ class SimkernelSimilarityRanker:
             ranked = [d for d in ranked if d.score is not None and d.score >= threshold]
         return {"documents": ranked[: self.top_k if top_k is None else top_k]}
 
-    @component.output_types(documents=list[Document])
+    @output_types(documents=list[Document])
     def run(
         self,
         query: str,
@@ -136,7 +141,7 @@ class SimkernelSimilarityRanker:
         logits = self._cross_encoder.predict(pairs, batch_size=self.batch_size, apply_activation=False)
         return self._ranked(unique, logits, top_k, scale_score, score_threshold)
 
-    @component.output_types(documents=list[Document])
+    @output_types(documents=list[Document])
     async def run_async(
         self,
         query: str,
