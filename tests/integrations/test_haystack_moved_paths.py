@@ -6,6 +6,12 @@ No model is loaded here (components are built, never warmed up)."""
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
 import pytest
 from haystack import Pipeline
 from haystack.core.errors import DeserializationError
@@ -16,6 +22,7 @@ from simkernel.components import ALLOWED_MODULES
 from simkernel.components.embedders import SimkernelDocumentEmbedder, SimkernelTextEmbedder
 from simkernel.components.rankers import SimkernelSimilarityRanker
 
+SRC = str(Path(__file__).resolve().parents[2] / "src")
 MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 # a pipeline as simkernel.integrations.haystack saved it, before the move
 SAVED_BEFORE_THE_MOVE = f"""
@@ -50,9 +57,13 @@ PRESENT_TYPES = {
 
 
 def test_former_import_path_gives_the_same_objects():
-    assert former.SimkernelTextEmbedder is SimkernelTextEmbedder
-    assert former.SimkernelDocumentEmbedder is SimkernelDocumentEmbedder
-    assert former.SimkernelSimilarityRanker is SimkernelSimilarityRanker
+    from simkernel.integrations.haystack import embedders, ranker
+
+    assert former.SimkernelTextEmbedder is embedders.SimkernelTextEmbedder is SimkernelTextEmbedder
+    assert (
+        former.SimkernelDocumentEmbedder is embedders.SimkernelDocumentEmbedder is SimkernelDocumentEmbedder
+    )
+    assert former.SimkernelSimilarityRanker is ranker.SimkernelSimilarityRanker is SimkernelSimilarityRanker
     assert former.ALLOWED_MODULES is ALLOWED_MODULES  # one allowlist for every simkernel component
     assert "simkernel.components" in ALLOWED_MODULES and "simkernel.integrations.haystack" in ALLOWED_MODULES
 
@@ -125,3 +136,22 @@ def test_from_dict_refuses_another_class_as_haystack_does():
         match=f"Class '{PRESENT_TYPES['doc_embedder']}' can't be deserialized as 'SimkernelTextEmbedder'",
     ):
         SimkernelTextEmbedder.from_dict(wrong)
+
+
+def test_saved_pipeline_loads_in_a_fresh_interpreter_that_imported_no_simkernel():
+    """Haystack itself imports the former module named by the type string; that registers the classes."""
+    code = f"""
+        import json, sys
+        from haystack import Pipeline
+        pipe = Pipeline.loads({SAVED_BEFORE_THE_MOVE!r}, allowed_modules=["simkernel.integrations.haystack"])
+        print(json.dumps({{name: f"{{type(c).__module__}}.{{type(c).__name__}}" for name, c in pipe.walk()}}))
+    """
+    run = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        capture_output=True,
+        text=True,
+        env={"PYTHONPATH": SRC, "PATH": "/usr/bin:/bin", "HOME": str(Path.home())},
+        timeout=300,
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert json.loads(run.stdout.strip().splitlines()[-1]) == PRESENT_TYPES
