@@ -17,7 +17,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 from typing import Any
 
-from simkernel.serve import bodies
+import simkernel.serve.bodies as bodies
 from simkernel.serve.errors import ApiError, invalid, model_call
 
 SAS_FIELDS = ("ground_truth_answers", "predicted_answers", "model")
