@@ -87,7 +87,7 @@ def main() -> None:
         SentenceTransformersDocumentEmbedder,
     )
 
-    from simkernel.integrations.haystack import SimkernelDocumentEmbedder
+    from simkernel.components.embedders import SimkernelDocumentEmbedder
 
     torch.set_num_threads(args.threads)
     docs = documents(args.documents)

@@ -1,4 +1,5 @@
-"""The lazy package face shared by ``simkernel``, ``simkernel.runtime`` and ``simkernel.metrics``.
+"""The lazy package face shared by ``simkernel`` and its packages ``runtime``, ``metrics``, ``calibration``,
+``ray`` and ``spark``: :func:`lazy_face`.
 
 A package lists its public names and the module defining each; a name's module is imported on first
 access (then the value is cached in the package), so importing the package itself stays cheap.

@@ -1,6 +1,7 @@
-"""simkernel's Haystack embedders and ranker in real Haystack pipelines (InMemoryDocumentStore,
-InMemoryEmbeddingRetriever), against sentence-transformers-haystack's components on the same
-checkpoints: embeddings and scores within 1e-5."""
+"""simkernel's Haystack embedders and ranker (simkernel.components.embedders and .rankers) in real
+Haystack pipelines (InMemoryDocumentStore, InMemoryEmbeddingRetriever), against
+sentence-transformers-haystack's components on the same checkpoints: embeddings and scores within 1e-5.
+Their former import path and saved type strings: test_haystack_moved_paths.py."""
 
 from __future__ import annotations
 
@@ -20,12 +21,9 @@ from haystack_integrations.components.rankers.sentence_transformers import (
     SentenceTransformersSimilarityRanker,
 )
 
-from simkernel.integrations.haystack import (
-    ALLOWED_MODULES,
-    SimkernelDocumentEmbedder,
-    SimkernelSimilarityRanker,
-    SimkernelTextEmbedder,
-)
+from simkernel.components import ALLOWED_MODULES
+from simkernel.components.embedders import SimkernelDocumentEmbedder, SimkernelTextEmbedder
+from simkernel.components.rankers import SimkernelSimilarityRanker
 
 ATOL = 1e-5
 DOCUMENTS = [

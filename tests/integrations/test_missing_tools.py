@@ -11,6 +11,8 @@ ADAPTERS = [
     ("simkernel.integrations.langchain", "langchain_core", "langchain"),
     ("simkernel.integrations.llama_index", "llama_index", "llamaindex"),
     ("simkernel.integrations.haystack", "haystack", "haystack"),
+    ("simkernel.components.embedders", "haystack", "haystack"),
+    ("simkernel.components.rankers", "haystack", "haystack"),
     ("simkernel.integrations.ragas", "ragas", "ragas"),
     ("simkernel.integrations.deepeval", "deepeval", "deepeval"),
     ("simkernel.integrations.mlflow", "mlflow", "mlflow"),

@@ -9,8 +9,9 @@ pytest plugin can use it at start-up). Names resolve lazily.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from simkernel._lazy import lazy_face
 
 _LAZY = {
     "Calibration": "simkernel.calibration.fit",
@@ -25,14 +26,4 @@ if TYPE_CHECKING:  # pragma: no cover
     from simkernel.calibration.fit import Calibration, calibrate
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'simkernel.calibration' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
+__getattr__, __dir__ = lazy_face(__name__, _LAZY, globals())

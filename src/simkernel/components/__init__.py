@@ -1,13 +1,19 @@
-"""Haystack-compatible components, running on simkernel's ONNX runtime and cosine kernel.
+"""Haystack components running on simkernel's ONNX runtime and cosine kernel, laid out as Haystack's own
+``haystack.components``:
 
-- :class:`~simkernel.components.evaluators.SASEvaluator` and
-  :class:`~simkernel.components.evaluators.AnswerExactMatchEvaluator`: drop-in replacements for Haystack's
+- :mod:`simkernel.components.evaluators`: :class:`~simkernel.components.evaluators.SASEvaluator` and
+  :class:`~simkernel.components.evaluators.AnswerExactMatchEvaluator`, drop-in replacements for Haystack's
   (change the import, keep the code). Importing them never imports haystack.
-- With haystack-ai installed they are real Haystack components: ``Pipeline.add_component`` accepts them next
-  to Haystack's own, ``AsyncPipeline`` runs ``SASEvaluator.run_async``, and ``Pipeline.dumps()`` /
-  ``loads()`` round-trips them. Haystack only deserialises classes from allowlisted modules, so load with
-  ``Pipeline.loads(text, allowed_modules=ALLOWED_MODULES)`` (``["simkernel.components"]``), or call
-  ``haystack.core.serialization.allow_deserialization_module("simkernel.components")`` once.
+- :mod:`simkernel.components.embedders`: ``SimkernelTextEmbedder`` and ``SimkernelDocumentEmbedder``, for
+  sentence-transformers-haystack's embedders; :mod:`simkernel.components.rankers`:
+  ``SimkernelSimilarityRanker``, for its cross-encoder ranker. These need haystack (``Document``) and are not
+  imported by ``import simkernel.components``. Their former path, :mod:`simkernel.integrations.haystack`,
+  re-exports them.
+- All are made Haystack components one way (:mod:`simkernel.components._haystack`): with haystack-ai
+  installed ``Pipeline.add_component`` accepts them next to Haystack's own, ``AsyncPipeline`` runs their
+  ``run_async``, and ``Pipeline.dumps()`` / ``loads()`` round-trips them. Haystack only deserialises
+  classes from allowlisted modules, so load with ``Pipeline.loads(text, allowed_modules=ALLOWED_MODULES)``
+  (one list for all of them: :mod:`simkernel.components.serialization`).
 - A pipeline saved with Haystack's own evaluators loads with simkernel's after
   :func:`use_simkernel_evaluators` (rewrites their ``type`` strings); both classes' ``from_dict`` also accept
   Haystack's type strings.

@@ -20,10 +20,14 @@ attributes lazily instead:
   (Haystack is imported by then, since Haystack is the one asking);
 - the class is entered in Haystack's component registry as soon as Haystack's component module exists:
   at once when it is already imported, otherwise by a one-shot import hook that runs right after
-  ``haystack.core.component.component`` is first imported, and removes itself.
+  ``haystack.core.component.component`` is first imported, and removes itself. It is entered under its
+  ``type`` string, and under the ones it was saved under before it moved
+  (:data:`~simkernel.components.serialization.MOVED_TYPES`).
 
-``import simkernel.components`` therefore never imports haystack, and when haystack is not installed the
-classes are plain Python classes that work the same.
+Every Haystack component of :mod:`simkernel.components` (evaluators, embedders, rankers) is made one this
+way. ``import simkernel.components`` therefore never imports haystack, and when haystack is not installed
+the evaluators are plain Python classes that work the same (the embedders and the ranker need haystack's
+``Document``, so they import it).
 """
 
 from __future__ import annotations
@@ -37,10 +41,13 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import Any, TypeVar
 
+from simkernel.components.serialization import MOVED_TYPES, check_type
+
 HAYSTACK_COMPONENT_MODULE = "haystack.core.component.component"
 
 _T = TypeVar("_T", bound=type)
 _F = TypeVar("_F", bound=Callable[..., Any])
+_C = TypeVar("_C")
 
 _lock = threading.Lock()
 _registered: list[type] = []  # every class made a component, in definition order
@@ -143,18 +150,37 @@ def registry_key(cls: type) -> str:
     return f"{cls.__module__}.{cls.__name__}"
 
 
+def registry_keys(cls: type) -> tuple[str, ...]:
+    """Every ``type`` string that names ``cls``: :func:`registry_key`, then those it was saved under before
+    it moved (:data:`~simkernel.components.serialization.MOVED_TYPES`)."""
+    key = registry_key(cls)
+    return (key, *(old for old, new in MOVED_TYPES.items() if new == key))
+
+
+def component_from_dict(cls: type[_C], data: dict[str, Any]) -> _C:
+    """``cls`` rebuilt from ``{"type": ..., "init_parameters": {...}}`` as Haystack's ``default_from_dict``
+    does (same errors), accepting every type string of :func:`registry_keys`, with Haystack's pre-init
+    hook run (:func:`run_pre_init_hook`)."""
+    check_type(data, cls, registry_keys(cls))
+    init_parameters = dict(data.get("init_parameters", {}))
+    run_pre_init_hook(cls, init_parameters)
+    return cls(**init_parameters)
+
+
 def _register_in(module: ModuleType) -> None:
     registry = module.component.registry
     with _lock:
         classes = list(_registered)
     for cls in classes:
-        registry[registry_key(cls)] = cls
+        for key in registry_keys(cls):
+            registry[key] = cls
 
 
 def _register_now(cls: type) -> None:
     module = sys.modules.get(HAYSTACK_COMPONENT_MODULE)
     if module is not None and hasattr(module, "component"):
-        module.component.registry[registry_key(cls)] = cls
+        for key in registry_keys(cls):
+            module.component.registry[key] = cls
 
 
 def run_pre_init_hook(cls: type, init_parameters: dict[str, Any]) -> None:

@@ -1,15 +1,19 @@
-"""Serialised form of simkernel's components, and moving pipelines saved by Haystack over to them.
+"""Serialised form of simkernel's Haystack components, the one allowlist that loads them, and moving
+pipelines saved by Haystack (or by an older simkernel) over to them.
 
 simkernel's components serialise exactly as Haystack's (``{"type": ..., "init_parameters": {...}}``, same
 parameter names and nested forms), except that ``type`` names simkernel's class, e.g.
 ``simkernel.components.evaluators.sas_evaluator.SASEvaluator``, so that ``Pipeline.loads`` builds the
 simkernel component again. Haystack refuses to import classes from modules outside its allowlist; load a
-pipeline holding simkernel components with::
+pipeline holding simkernel components (evaluators, embedders, rankers) with::
 
-    Pipeline.loads(text, allowed_modules=ALLOWED_MODULES)      # ALLOWED_MODULES == ["simkernel.components"]
+    Pipeline.loads(text, allowed_modules=ALLOWED_MODULES)
 
-(or ``haystack.core.serialization.allow_deserialization_module("simkernel.components")`` once per process,
-or ``HAYSTACK_DESERIALIZATION_ALLOWLIST=simkernel.components``).
+(or ``haystack.core.serialization.allow_deserialization_module(...)`` once per process for each entry, or
+``HAYSTACK_DESERIALIZATION_ALLOWLIST``). :data:`ALLOWED_MODULES` also holds
+``simkernel.integrations.haystack``, where the embedders and ranker lived before: :data:`MOVED_TYPES` maps
+the ``type`` strings that pipelines saved then hold to the classes' present ones, and those old strings
+keep loading.
 
 A pipeline saved with Haystack's own evaluators names Haystack's classes; :func:`use_simkernel_evaluators`
 rewrites those ``type`` strings so the same file loads with simkernel's. ``SASEvaluator.from_dict`` and
@@ -22,7 +26,19 @@ import copy
 import sys
 from typing import Any
 
-ALLOWED_MODULES = ["simkernel.components"]
+# every module a saved pipeline may name for a simkernel component (Pipeline.loads(..., allowed_modules=...))
+ALLOWED_MODULES = ["simkernel.components", "simkernel.integrations.haystack"]
+
+# type strings saved before the Haystack embedders and ranker moved into simkernel.components -> their
+# present ones (both are registered with Haystack, and the classes' from_dict accept both)
+MOVED_TYPES = {
+    f"simkernel.integrations.haystack.{old}.{name}": f"simkernel.components.{new}.{name}"
+    for old, new, name in (
+        ("embedders", "embedders.text_embedders", "SimkernelTextEmbedder"),
+        ("embedders", "embedders.text_embedders", "SimkernelDocumentEmbedder"),
+        ("ranker", "rankers.similarity_ranker", "SimkernelSimilarityRanker"),
+    )
+}
 
 # Haystack's type string -> simkernel's, for the components simkernel re-implements
 HAYSTACK_TO_SIMKERNEL = {

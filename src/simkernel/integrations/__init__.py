@@ -9,7 +9,8 @@ the tools), each with its own extra; a missing tool raises
 - :mod:`simkernel.integrations.llama_index`: ``SimkernelEmbedding``, a LlamaIndex ``BaseEmbedding``
   (extra ``llamaindex``);
 - :mod:`simkernel.integrations.haystack`: ``SimkernelTextEmbedder``, ``SimkernelDocumentEmbedder`` and
-  ``SimkernelSimilarityRanker``, Haystack components (extra ``haystack``);
+  ``SimkernelSimilarityRanker``, Haystack components (extra ``haystack``), re-exported from
+  :mod:`simkernel.components.embedders` and :mod:`simkernel.components.rankers` where they live;
 - :mod:`simkernel.integrations.ragas`: ``SimkernelRagasEmbedding``, a ragas 0.4 ``BaseRagasEmbedding``
   (extra ``ragas``);
 - :mod:`simkernel.integrations.deepeval`: ``SimkernelDeepEvalEmbedding``, a deepeval

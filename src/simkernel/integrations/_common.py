@@ -1,33 +1,17 @@
-"""What the adapters share: the tool import with an install hint, the shared encoder, the checks."""
+"""What the adapters share: the tool import with an install hint, the shared encoder, the checks.
+
+``require``, ``check_settings`` and ``shared_encoder`` are defined in :mod:`simkernel.components._settings`
+(the Haystack embedders and ranker of :mod:`simkernel.components` use them too, and sit a layer below);
+``embed`` / ``aembed`` are the adapters' own.
+"""
 
 from __future__ import annotations
 
-from types import ModuleType
 from typing import Any
 
-from simkernel._optional import import_optional
-from simkernel.scoring.settings import DEFAULT_MODEL, check_model, check_precision_name, check_threads
+from simkernel.components._settings import PRECISIONS, check_settings, require, shared_encoder
 
-
-def require(module: str, extra: str, adapter: str) -> ModuleType:
-    """``module`` of the tool, or MissingDependencyError naming ``pip install 'simkernel[extra]'``."""
-    return import_optional(module, extra, f"simkernel's {adapter} adapter")
-
-
-def check_settings(model: Any, precision: Any, threads: Any) -> None:
-    """ValueError naming the bad value, at construction (before any model is loaded)."""
-    if not isinstance(model, str):  # a path-like is not a model id here: the tools pass strings
-        raise ValueError(f"model must be a model id or a path (a non-empty string), got {model!r}")
-    check_model(model)
-    check_precision_name(precision)
-    check_threads(threads)
-
-
-def shared_encoder(model: str = DEFAULT_MODEL, precision: str = "fp32", threads: int | None = None) -> Any:
-    """The process-wide :class:`~simkernel.runtime.TextEncoder` for these settings (loaded once)."""
-    from simkernel.runtime.shared import get_text_encoder
-
-    return get_text_encoder(model, precision=precision, threads=threads)
+__all__ = ["PRECISIONS", "aembed", "check_settings", "embed", "require", "shared_encoder"]
 
 
 def embed(encoder: Any, texts: list[str], batch_size: int, normalize: bool) -> list[list[float]]:

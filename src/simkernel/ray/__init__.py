@@ -38,8 +38,9 @@ Importing this module does not import ray; the classes import it when an actor b
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from simkernel._lazy import lazy_face
 
 _LAZY = {
     "MetricScorer": "simkernel.ray.scorers",
@@ -65,14 +66,4 @@ if TYPE_CHECKING:  # pragma: no cover
     from simkernel.ray.shipping import ensure_model  # noqa: F401
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'simkernel.ray' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
+__getattr__, __dir__ = lazy_face(__name__, _LAZY, globals())

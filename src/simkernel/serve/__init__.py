@@ -21,7 +21,9 @@ Modules: :mod:`~simkernel.serve.settings` (the command's settings, the API key),
 served models), :mod:`~.errors` (the error contract), :mod:`~.bodies` (reading and checking bodies),
 :mod:`~.routes_openai`, :mod:`~.routes_tei`, :mod:`~.routes_eval` (the endpoints), :mod:`~.metrics`
 (Prometheus), :mod:`~.middleware` (key, counting, limits), :mod:`~.app` (the Starlette app) and
-:mod:`~.server` (uvicorn, signals, the drain).
+:mod:`~.server` (uvicorn, signals, the drain). This package module stays thin: it imports none of them
+(``run_serve`` imports the server when called), and they import one another by module path, never
+through this package's namespace, so no import goes round through it.
 """
 
 from __future__ import annotations

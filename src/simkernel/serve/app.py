@@ -14,7 +14,10 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from simkernel.serve import routes_eval, routes_openai, routes_score, routes_tei
+import simkernel.serve.routes_eval as routes_eval
+import simkernel.serve.routes_openai as routes_openai
+import simkernel.serve.routes_score as routes_score
+import simkernel.serve.routes_tei as routes_tei
 from simkernel.serve.bodies import read_json
 from simkernel.serve.errors import ApiError, error_body
 from simkernel.serve.metrics import CONTENT_TYPE, ServerMetrics

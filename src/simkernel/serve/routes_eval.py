@@ -17,8 +17,8 @@ from __future__ import annotations
 from types import SimpleNamespace
 from typing import Any
 
+import simkernel.serve.bodies as bodies
 from simkernel.scoring.settings import AGGREGATIONS
-from simkernel.serve import bodies
 from simkernel.serve.errors import ApiError, invalid, model_call
 
 SAS_FIELDS = ("ground_truth_answers", "predicted_answers", "model")

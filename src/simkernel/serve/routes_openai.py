@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from simkernel.serve import bodies
+import simkernel.serve.bodies as bodies
 from simkernel.serve.errors import ApiError, invalid, model_call
 
 INLINE_TEXTS = 64  # a request with more texts has its tokens counted and its JSON written in a worker

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from simkernel.serve import bodies
+import simkernel.serve.bodies as bodies
 from simkernel.serve.errors import invalid, model_call
 
 

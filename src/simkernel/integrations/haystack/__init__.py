@@ -1,26 +1,20 @@
-"""Haystack: embedders and a ranker on simkernel's ONNX runtime, with the parameters of the
-sentence-transformers-haystack components they replace.
+"""Haystack's embedders and ranker under their former import path (they live in :mod:`simkernel.components`).
 
-- :class:`SimkernelTextEmbedder` for ``SentenceTransformersTextEmbedder`` (a query -> ``embedding``);
-- :class:`SimkernelDocumentEmbedder` for ``SentenceTransformersDocumentEmbedder`` (documents ->
-  ``documents`` with ``embedding`` set; ``meta_fields_to_embed``, ``prefix`` / ``suffix``);
-- :class:`SimkernelSimilarityRanker` for ``SentenceTransformersSimilarityRanker`` (a cross-encoder;
-  ``top_k``, ``scale_score``, ``score_threshold``).
-
-``prefix``, ``suffix``, ``batch_size``, ``progress_bar``, ``normalize_embeddings``,
-``meta_fields_to_embed`` and ``embedding_separator`` mean what they mean there; ``precision`` is
-simkernel's (``"fp32"``, ``"int8"``, ``"bf16"``: the model's graph), and ``threads`` the model's CPU
-threads. Each has ``warm_up``, ``to_dict`` / ``from_dict`` and ``run_async`` (awaits the encoder without
-blocking the event loop; concurrent runs share forward passes). A saved pipeline holding them loads with
-``Pipeline.loads(text, allowed_modules=ALLOWED_MODULES)``. Needs ``pip install 'simkernel[haystack]'``.
+``from simkernel.integrations.haystack import SimkernelTextEmbedder`` keeps working: this package re-exports
+:class:`~simkernel.components.embedders.SimkernelTextEmbedder`,
+:class:`~simkernel.components.embedders.SimkernelDocumentEmbedder`,
+:class:`~simkernel.components.rankers.SimkernelSimilarityRanker` and
+:data:`~simkernel.components.ALLOWED_MODULES` (the same objects). Its submodules ``embedders`` and ``ranker``
+stay because pipelines saved before the move name the classes by them
+(``type: simkernel.integrations.haystack.embedders.SimkernelTextEmbedder``); such a file loads with
+``Pipeline.loads(text, allowed_modules=ALLOWED_MODULES)`` and builds the components' present classes.
+New code imports from :mod:`simkernel.components.embedders` and :mod:`simkernel.components.rankers`.
+Needs ``pip install 'simkernel[haystack]'``.
 """
 
-from simkernel.integrations.haystack.embedders import (
-    ALLOWED_MODULES,
-    SimkernelDocumentEmbedder,
-    SimkernelTextEmbedder,
-)
-from simkernel.integrations.haystack.ranker import SimkernelSimilarityRanker
+from simkernel.components.embedders import SimkernelDocumentEmbedder, SimkernelTextEmbedder
+from simkernel.components.rankers import SimkernelSimilarityRanker
+from simkernel.components.serialization import ALLOWED_MODULES
 
 __all__ = [
     "ALLOWED_MODULES",

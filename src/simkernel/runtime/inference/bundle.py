@@ -21,9 +21,9 @@ from simkernel.runtime.inference.manifest import (
     manifest_entries,
     read_manifest,
 )
-from simkernel.runtime.precisions import PRECISIONS
 from simkernel.runtime.inference.session import OnnxEncoderSession
 from simkernel.runtime.inference.tokenizer import TextTokenizer
+from simkernel.runtime.precisions import PRECISIONS
 
 if TYPE_CHECKING:  # pragma: no cover
     from simkernel.runtime.inference.openvino_session import OpenVinoEncoderSession
