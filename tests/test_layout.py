@@ -14,7 +14,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 SRC = ROOT / "src" / "simkernel"
-MAX_LINES = 400
+MAX_LINES = 600  # split modules by topic, not by size: one topic may need more than 400 lines
 MODULE_SUFFIXES = (".py", ".pyx", ".pxd", ".pyi")
 
 
@@ -24,7 +24,7 @@ def _modules() -> list[Path]:
     return found
 
 
-def test_no_module_over_400_lines():
+def test_no_module_over_600_lines():
     sizes = {
         p.relative_to(ROOT).as_posix(): len(p.read_text(encoding="utf-8").splitlines()) for p in _modules()
     }

@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 from tests.cli.scale_data import write_csv, write_jsonl
 
-from simkernel.batch.survey import rows_at_most
 from simkernel.cli import main
+from simkernel.tables.formats import rows_at_most
 
 
 @pytest.mark.parametrize(

@@ -33,14 +33,13 @@ from simkernel.batch.survey import (
     check_table_columns,
     checked_as_read,
     read_as_bad_input,
-    rows_at_most,
     tally,
 )
 from simkernel.batch.thresholds import resolve_cli_threshold
 from simkernel.errors import DataError, Interrupted, UsageError
 from simkernel.scoring.notes import english_only_note, no_references_note
 from simkernel.tables.file_sets import is_file_set
-from simkernel.tables.formats import format_of, require_format_support
+from simkernel.tables.formats import format_of, require_format_support, rows_at_most, table_format
 from simkernel.tables.partial import PartialOutput, print_notice
 from simkernel.tables.readers import TableReader, open_table
 from simkernel.tables.writers import OutputLayout, StdoutOutput
@@ -156,17 +155,18 @@ def _survey(
     """The checking pass: every row read and checked, nothing scored; raises the first problem found.
     ``--engine ray`` writing a file from CSV, TSV or Parquet (or JSONL to JSONL) checks the header only here
     and every row while it scores (:mod:`simkernel.batch.survey`)."""
-    jsonl = reader.format == "jsonl"
+    source_format = table_format(reader.format)
+    jsonl = source_format.keyed_rows  # the columns are the rows' keys: known once every row is read
     if not jsonl:
         check_table_columns(columns, reader.columns, reader.source, args)
     problems = RowProblems(reader.source, reader.unit)
     survey = Survey(columns=dict.fromkeys(reader.columns), labels=array("d") if args.label else None)
     # stdout keeps the pass: rows printed before a bad row is found could not be taken back
-    if args.engine == "ray" and args.output != STDIO and (not jsonl or out_format == "jsonl"):
+    if args.engine == "ray" and args.output != STDIO and (not jsonl or table_format(out_format).keyed_rows):
         survey.streaming = True
         survey.rows_at_most = rows_at_most(reader.path, reader.format)
         return survey
-    infer_schema = out_format == "parquet" and jsonl
+    infer_schema = table_format(out_format).typed and jsonl
     for chunk in reader.chunks(args.chunk_rows):
         inputs = checker.check(chunk.rows, chunk.lines, problems)
         tally(survey, inputs, args)
@@ -196,7 +196,7 @@ def _layout(
     from simkernel.tables.parquet import input_schema
 
     schema = None
-    if out_format == "parquet" and reader.format != "parquet":
+    if table_format(out_format).typed and not table_format(reader.format).typed:
         schema = input_schema(list(survey.columns), reader.format, survey.arrow_schema)
     return OutputLayout(
         out_format, list(survey.columns), args.score_column, threshold, args.metric.score_type, schema
@@ -228,7 +228,7 @@ def _score(
     load_s = score_s = 0.0
     problems = RowProblems(reader.source, reader.unit)
     if survey.streaming:  # each chunk checked as it is read for the engine
-        jsonl_source = reader.source if reader.format == "jsonl" else None
+        jsonl_source = reader.source if table_format(reader.format).keyed_rows else None
         inputs = checked_as_read(
             reader.chunks(args.chunk_rows), checker, problems, survey, args, skip, jsonl_source
         )

@@ -143,22 +143,3 @@ def read_as_bad_input(chunks: Iterator[Chunk]) -> Iterator[Chunk]:
         raise
     except DataError as exc:
         raise BadInput(str(exc)) from None
-
-
-def rows_at_most(path: str, fmt: str) -> int:
-    """An upper bound of the rows of a CSV/TSV file (its lines, counted by their ends, less the header's:
-    a row takes one line or more) or of a JSONL file (its lines), the exact count of a Parquet file (its
-    metadata); read fast."""
-    if fmt == "parquet":
-        from simkernel.tables.parquet import parquet_rows
-
-        return parquet_rows(path, path)
-    newlines = returns = 0
-    last = b""
-    with open(path, "rb") as handle:
-        while block := handle.read(1 << 20):
-            newlines += block.count(b"\n")
-            returns += block.count(b"\r")
-            last = block[-1:]
-    lines = max(newlines, returns) + (0 if last in (b"\n", b"\r") else 1)
-    return max(0, lines - (0 if fmt == "jsonl" else 1))

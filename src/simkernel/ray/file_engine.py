@@ -24,8 +24,7 @@ from simkernel.ray.engine import RayEngine, block_rows
 from simkernel.ray.file_blocks import FileBlockScorer
 from simkernel.ray.scorers import MetricScorer
 from simkernel.tables.file_sets import FileSet
-
-_DELIMITERS = {"csv": ",", "tsv": "\t"}
+from simkernel.tables.formats import DELIMITERS, table_format
 
 
 class FileSetEngine(RayEngine):
@@ -44,7 +43,7 @@ class FileSetEngine(RayEngine):
     def row_counts(self) -> list[int]:
         """The rows of every file (Parquet: from the footers here; CSV/TSV: counted on the nodes)."""
         fs = self.file_set
-        if fs.format == "parquet":
+        if table_format(fs.format).typed:
             from simkernel.tables.parquet import parquet_rows
 
             return [parquet_rows(name, name) for name in fs.files]
@@ -62,7 +61,7 @@ class FileSetEngine(RayEngine):
         context.execution_options.preserve_order = True
         context.enable_progress_bars = False
         fs = self.file_set
-        if fs.format == "parquet":
+        if table_format(fs.format).typed:
             dataset = ray.data.read_parquet(fs.files, include_paths=True, partitioning=None, num_cpus=0)
         else:
             dataset = ray.data.read_csv(
@@ -104,7 +103,7 @@ def _csv_args(fs: FileSet) -> dict[str, Any]:
 
     return {
         "read_options": csv.ReadOptions(column_names=fs.columns, skip_rows=1),
-        "parse_options": csv.ParseOptions(delimiter=_DELIMITERS[fs.format], newlines_in_values=True),
+        "parse_options": csv.ParseOptions(delimiter=DELIMITERS[fs.format], newlines_in_values=True),
         "convert_options": csv.ConvertOptions(
             column_types={name: pa.string() for name in fs.columns},
             strings_can_be_null=False,

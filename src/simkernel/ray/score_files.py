@@ -25,12 +25,12 @@ from simkernel.batch.fingerprint import fingerprint
 from simkernel.batch.job import ScoreJob
 from simkernel.batch.progress import ProgressBar
 from simkernel.batch.rows import RowProblems, columns_of
-from simkernel.batch.survey import BadInput, Survey, check_table_columns, rows_at_most
+from simkernel.batch.survey import BadInput, Survey, check_table_columns
 from simkernel.errors import DataError
 from simkernel.ray.file_blocks import ADDED, PATH
 from simkernel.tables.chunk import Chunk
 from simkernel.tables.file_sets import FileSet, open_file_set
-from simkernel.tables.formats import STDIO
+from simkernel.tables.formats import STDIO, rows_at_most, table_format
 from simkernel.tables.partial import PartialOutput, print_notice
 from simkernel.tables.writers import OutputLayout, StdoutOutput
 
@@ -45,7 +45,9 @@ def run_score_files(args: ScoreJob, threshold: float | None, out_format: str | N
     columns = columns_of(args)
     check_table_columns(columns, fs.columns, fs.source, args)
     schema = (
-        input_schema(fs.columns, fs.format) if out_format == "parquet" and fs.format != "parquet" else None
+        input_schema(fs.columns, fs.format)
+        if table_format(out_format).typed and not table_format(fs.format).typed
+        else None
     )
     layout = OutputLayout(
         out_format, fs.columns, args.score_column, threshold, args.metric.score_type, schema
@@ -53,7 +55,7 @@ def run_score_files(args: ScoreJob, threshold: float | None, out_format: str | N
     survey = Survey(columns=dict.fromkeys(fs.columns), labels=array("d") if args.label else None)
     survey.streaming = True
     survey.rows_at_most = (
-        sum(rows_at_most(name, fs.format) for name in fs.files) if fs.format == "parquet" else 0
+        sum(rows_at_most(name, fs.format) for name in fs.files) if table_format(fs.format).typed else 0
     )
     output: StdoutOutput | PartialOutput
     if args.output == STDIO:

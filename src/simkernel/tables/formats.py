@@ -20,23 +20,53 @@ from typing import Any
 from simkernel.errors import DataError, UsageError
 
 STDIO = "-"
-FORMATS = ("csv", "tsv", "jsonl", "parquet")
-LIST_CELL_FORMATS = ("jsonl", "parquet")  # a cell may hold a list (several ground truths, the references)
-JSON_CELL_FORMATS = ("jsonl",)  # cells are JSON values and the columns are the rows' keys
-_EXTENSIONS = {
-    ".csv": "csv",
-    ".tsv": "tsv",
-    ".tab": "tsv",
-    ".jsonl": "jsonl",
-    ".ndjson": "jsonl",
-    ".parquet": "parquet",
-    ".pq": "parquet",
+
+
+@dataclass(frozen=True)
+class TableFormat:
+    """What the batch engine needs to know of a format, so that it never branches on a format's name.
+
+    - ``keyed_rows``: the columns are the rows' keys (JSONL): known only once every row is read, and a
+      cell holds a JSON value (a text stays a text; a list is a list);
+    - ``typed``: the file carries a schema with the columns' types (Parquet), which the output keeps;
+    - ``lists_in_cells``: a cell may hold a list (several ground truths, the references);
+    - ``delimiter``: the field separator of a delimited text format (CSV, TSV), else None;
+    - ``unit``: what a position in the file counts, ``"line"`` or ``"row"``.
+    """
+
+    name: str
+    extensions: tuple[str, ...]
+    keyed_rows: bool = False
+    typed: bool = False
+    lists_in_cells: bool = False
+    delimiter: str | None = None
+    unit: str = "line"
+
+
+TABLE_FORMATS = {
+    f.name: f
+    for f in (
+        TableFormat("csv", (".csv",), delimiter=","),
+        TableFormat("tsv", (".tsv", ".tab"), delimiter="\t"),
+        TableFormat("jsonl", (".jsonl", ".ndjson"), keyed_rows=True, lists_in_cells=True),
+        TableFormat("parquet", (".parquet", ".pq"), typed=True, lists_in_cells=True, unit="row"),
+    )
 }
+FORMATS = tuple(TABLE_FORMATS)
+LIST_CELL_FORMATS = tuple(name for name, f in TABLE_FORMATS.items() if f.lists_in_cells)
+JSON_CELL_FORMATS = tuple(name for name, f in TABLE_FORMATS.items() if f.keyed_rows)
+DELIMITERS = {name: f.delimiter for name, f in TABLE_FORMATS.items() if f.delimiter is not None}
+_EXTENSIONS = {extension: f.name for f in TABLE_FORMATS.values() for extension in f.extensions}
+
+
+def table_format(fmt: str) -> TableFormat:
+    """The :class:`TableFormat` named ``fmt`` (one of :data:`FORMATS`)."""
+    return TABLE_FORMATS[fmt]
 
 
 def position_unit(fmt: str) -> str:
     """What a position in a file of format ``fmt`` counts: ``"row"`` in Parquet files, else ``"line"``."""
-    return "row" if fmt == "parquet" else "line"
+    return TABLE_FORMATS[fmt].unit
 
 
 @dataclass
@@ -120,7 +150,27 @@ def human_size(n: float) -> str:
 def require_format_support(fmt: str | None) -> None:
     """Raise :class:`~simkernel.errors.MissingDependencyError` naming the install command when ``fmt``
     needs an optional extra that is missing (Parquet: pyarrow); nothing for the others."""
-    if fmt == "parquet":
+    if fmt is not None and TABLE_FORMATS[fmt].typed:
         from simkernel.tables.parquet import pyarrow
 
         pyarrow()
+
+
+def rows_at_most(path: str, fmt: str) -> int:
+    """An upper bound of the rows of a delimited text file (its lines, counted by their ends, less the
+    header's: a row takes one line or more) or of a JSONL file (its lines), the exact count of a Parquet
+    file (its metadata); read fast."""
+    spec = TABLE_FORMATS[fmt]
+    if spec.typed:
+        from simkernel.tables.parquet import parquet_rows
+
+        return parquet_rows(path, path)
+    newlines = returns = 0
+    last = b""
+    with open(path, "rb") as handle:
+        while block := handle.read(1 << 20):
+            newlines += block.count(b"\n")
+            returns += block.count(b"\r")
+            last = block[-1:]
+    lines = max(newlines, returns) + (0 if last in (b"\n", b"\r") else 1)
+    return max(0, lines - (0 if spec.keyed_rows else 1))

@@ -29,9 +29,7 @@ from typing import Any
 
 from simkernel.errors import DataError
 from simkernel.tables.chunk import Chunk
-from simkernel.tables.formats import STDIO, format_of
-
-_DELIMITERS = {"csv": ",", "tsv": "\t"}
+from simkernel.tables.formats import DELIMITERS, STDIO, format_of
 
 
 @dataclass
@@ -179,7 +177,7 @@ def _delimited_rows(reader: TableReader, header_only: bool = False) -> Iterator[
     """(line, row) of a CSV/TSV file; the header (checked) is stored in ``reader.columns``."""
     csv.field_size_limit(max(csv.field_size_limit(), 2**31 - 1))
     name = reader.format.upper()
-    records = csv.reader(_text_lines(reader), delimiter=_DELIMITERS[reader.format], strict=True)
+    records = csv.reader(_text_lines(reader), delimiter=DELIMITERS[reader.format], strict=True)
     header: list[str] | None = None
     while True:
         start = records.line_num + 1

@@ -19,9 +19,9 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from simkernel.errors import DataError
+from simkernel.tables.formats import DELIMITERS
 
 SUCCESS_COLUMN = "success"
-_DELIMITERS = {"csv": ",", "tsv": "\t"}
 
 
 def check_added_columns(found_columns: list[str], source: str, args: Any) -> None:
@@ -46,7 +46,7 @@ def render_rows(rows: Iterable[dict[str, Any]], columns: Sequence[str], fmt: str
     if fmt == "jsonl":
         text = "".join(json.dumps(row, ensure_ascii=False, default=_json_value) + "\n" for row in rows)
         return text.encode("utf-8")
-    delimiter = _DELIMITERS[fmt]
+    delimiter = DELIMITERS[fmt]
     records = [list(columns)] if header else []
     records += [[_cell(row.get(column)) for column in columns] for row in rows]
     return "".join(_record(fields, delimiter) + "\n" for fields in records).encode("utf-8")
@@ -117,7 +117,7 @@ class OutputLayout:
 
     def header(self) -> bytes:
         """What the output starts with before any row (the CSV/TSV header line; nothing otherwise)."""
-        if self.format in _DELIMITERS:
+        if self.format in DELIMITERS:
             return render_rows([], self.columns, self.format, header=True)
         return b""
 
