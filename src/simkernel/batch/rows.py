@@ -133,7 +133,7 @@ class RowChecker:
                 target = self._ground_truth(row, line, problems)
             inputs.predicted.append(predicted if predicted is not None else "")
             inputs.targets.append(target)
-            if inputs.labels is not None:
+            if inputs.labels is not None and args.label is not None:
                 inputs.labels.append(_label(row, args.label, line, problems))
         return inputs
 

@@ -88,13 +88,20 @@ class RayEngine:
                 f"--workers {self.workers} x --threads {self.cpus} needs {self.workers * self.cpus} CPUs; the Ray cluster has {cluster_cpus}: lower --workers or add nodes"
             )
 
+    @property
+    def placed_workers(self) -> int:
+        """The number of workers, known once :meth:`load` has seen the cluster."""
+        if self.workers is None:  # pragma: no cover - a contract of the batch engine: load() comes first
+            raise RuntimeError("RayEngine.load() must run before the workers are counted")
+        return self.workers
+
     def scores(self, inputs: Iterator[ChunkInputs], rows: int) -> Iterator[list[float]]:
         """Each chunk's scores, in order, streaming (see the module docstring): at most ``in_flight``
         blocks are in the object store at a time, and memory here holds one chunk at a time."""
         import pyarrow as pa
 
-        size = block_rows(rows, self.workers, self.chunk_rows)
-        window = self.in_flight or self.workers * IN_FLIGHT_PER_WORKER
+        size = block_rows(rows, self.placed_workers, self.chunk_rows)
+        window = self.in_flight or self.placed_workers * IN_FLIGHT_PER_WORKER
         blocks = self._blocks(pa, inputs, size)
         try:
             pool = self._start_pool()
@@ -124,7 +131,7 @@ class RayEngine:
         from simkernel.ray.scorers import BlockScorer, MetricScorer
 
         actor_class = ray.remote(num_cpus=self.cpus, max_restarts=-1, max_task_retries=-1)(BlockScorer)
-        actors = [actor_class.remote(MetricScorer, self._scorer_kwargs()) for _ in range(self.workers)]
+        actors = [actor_class.remote(MetricScorer, self._scorer_kwargs()) for _ in range(self.placed_workers)]
         ray.get([actor.ready.remote() for actor in actors], timeout=ACTOR_START_TIMEOUT_S)
         return ActorPool(actors)
 

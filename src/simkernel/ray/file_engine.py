@@ -67,7 +67,7 @@ class FileSetEngine(RayEngine):
             dataset = ray.data.read_csv(
                 fs.files, include_paths=True, partitioning=None, num_cpus=0, **_csv_args(fs)
             )
-        size = block_rows(max(rows_hint, 1), self.workers, self.chunk_rows)
+        size = block_rows(max(rows_hint, 1), self.placed_workers, self.chunk_rows)
         scored = dataset.map_batches(
             FileBlockScorer,
             fn_constructor_kwargs={
