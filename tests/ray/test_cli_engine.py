@@ -20,7 +20,7 @@ from tests.cli.scale_data import distinct_rows, write_csv
 
 from simkernel.cli.partial import partial_dir
 from simkernel.cli.ray_engine import block_rows
-from simkernel.runtime.acquisition import store
+from simkernel.runtime.store import bundles as store
 
 N = 160
 CHUNK = 40

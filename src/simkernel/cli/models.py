@@ -17,10 +17,10 @@ from typing import Any
 
 from simkernel.cli.errors import DataError
 from simkernel.cli.io import human_size
-from simkernel.runtime.acquisition import store
 from simkernel.runtime.acquisition.registry import DEFAULT_MODEL, KNOWN_MODELS, canonical_id, known_model
 from simkernel.runtime.inference.config import read_model_config
-from simkernel.runtime.inference.manifest import STAMP, manifest_entries, read_manifest
+from simkernel.runtime.store import bundles as store
+from simkernel.runtime.store.manifest import STAMP, manifest_entries, read_manifest
 
 
 def run_models(args: argparse.Namespace) -> int:

@@ -9,7 +9,7 @@ safetensors checkpoint, checked against the SHA-256 below) and is exported to ON
 atomic (built in a staging folder, renamed into the store under the model's lock; a second process
 waits for the first and then finds the bundle ready). ``simkernel models prepare --precision int8``
 (``only=True``) keeps the int8 graph alone: exported from the fp32 trace and checked as always, then the
-fp32 graph left out (:func:`simkernel.runtime.acquisition.store.keep_only`), ~59 MB instead of ~150 MB.
+fp32 graph left out (:func:`simkernel.runtime.store.bundles.keep_only`), ~59 MB instead of ~150 MB.
 
 Recipes: ``models/*.json`` in the repository describe the same sources for people; a test keeps them in
 step with :data:`SOURCE_PACKAGES`.
@@ -26,13 +26,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from simkernel.errors import MissingDependencyError, ModelError
-from simkernel.runtime.acquisition import store, workdirs
 from simkernel.runtime.acquisition.export import export_model
 from simkernel.runtime.acquisition.hub import NoOnnxPublishedError, download_bundle
 from simkernel.runtime.acquisition.hub_checkpoint import export_from_hub
 from simkernel.runtime.acquisition.registry import DEFAULT_MODEL, canonical_id
-from simkernel.runtime.inference.bundle import PRECISIONS
-from simkernel.runtime.inference.manifest import read_manifest
+from simkernel.runtime.store import bundles as store
+from simkernel.runtime.store import workdirs
+from simkernel.runtime.store.layout import PRECISIONS
+from simkernel.runtime.store.manifest import read_manifest
 
 
 @dataclass(frozen=True)
