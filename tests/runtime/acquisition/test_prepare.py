@@ -225,7 +225,7 @@ def test_missing_source_package_names_pip_install(tmp_path):
 def test_missing_export_extra_during_prepare_names_the_install_command(tmp_path):
     blocker = block_imports_dir(tmp_path / "block", ("torch", "transformers"))
     run = subprocess.run(
-        [sys.executable, "-m", "simkernel.runtime.acquisition.prepare"],
+        [sys.executable, "-m", "simkernel", "models", "prepare"],
         capture_output=True,
         text=True,
         timeout=300,
