@@ -97,8 +97,8 @@ def cache_overhead(precision: str, rounds: int) -> list[float]:
 
     import numpy as np
 
-    from simkernel.runtime.inference.bundle_digest import bundle_digest
     from simkernel.runtime.inference.disk_cache import DiskEmbeddingCache
+    from simkernel.runtime.store.bundle_digest import bundle_digest
     from support import distinct_texts, store_bundle
 
     texts, folder = distinct_texts(), store_bundle()

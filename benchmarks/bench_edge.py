@@ -123,7 +123,7 @@ def main() -> int:
 
 
 def _full_bundle() -> int | None:
-    from simkernel.runtime.acquisition import store
+    from simkernel.runtime.store import bundles as store
 
     folder = store.model_dir(MODEL_ID)
     return _bundle_bytes(folder) if (folder / "model.onnx").is_file() else None

@@ -70,7 +70,7 @@ def checkpoint() -> str:
 
 def store_bundle(model_id: str = MODEL_ID) -> Path:
     """The store folder of ``model_id``; exits naming the command when it was not prepared."""
-    from simkernel.runtime.acquisition import store
+    from simkernel.runtime.store import bundles as store
 
     folder = store.model_dir(model_id)
     if not (folder / "model.onnx").is_file():

@@ -68,7 +68,7 @@ def sas_scores(name: str, precision: str, model: object = MODEL) -> tuple[np.nda
 def main() -> int:
     from simkernel import calibrate
     from simkernel.calibration.binary import stats_of
-    from simkernel.runtime.acquisition import store
+    from simkernel.runtime.store import bundles as store
 
     sys.path.insert(0, str(REPO))
     from tests.runtime.inference.x86_int8 import KERNELS, emulated_bundle, this_cpu_kernel

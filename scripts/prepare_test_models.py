@@ -33,10 +33,10 @@ import tempfile
 import zipfile
 from pathlib import Path
 
-from simkernel.runtime.acquisition import store
-from simkernel.runtime.acquisition.manifest import write_manifest
 from simkernel.runtime.acquisition.prepare import SOURCE_PACKAGES, bundle_is_current, source_checkpoint
 from simkernel.runtime.acquisition.registry import DEFAULT_MODEL
+from simkernel.runtime.store import bundles as store
+from simkernel.runtime.store.manifest import write_manifest
 
 RERANKER_IDS = ("cross-encoder/ms-marco-MiniLM-L12-v2", "cross-encoder/ms-marco-MiniLM-L-12-v2")
 RERANKER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.txt")

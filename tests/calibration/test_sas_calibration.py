@@ -99,7 +99,7 @@ def misses(agreement: dict[str, float], entry) -> list[str]:
 def int8_bundles(tmp_path_factory):
     """``int8_bundles(kernel)``: the default model as this CPU runs its int8 (``"this CPU"``), or as one kind
     of x86-64 int8 kernel computes it (made on first use)."""
-    from simkernel.runtime.acquisition import store
+    from simkernel.runtime.store import bundles as store
 
     root = tmp_path_factory.mktemp("x86-int8")
     made: dict[str, object] = {"this CPU": MODEL}
@@ -129,7 +129,7 @@ def test_int8_decides_like_fp32_at_the_calibrated_threshold(english_sas, int8_bu
 def test_int8_agreement_rejects_dynamic_int8(english_sas, tmp_path):
     """The check can fail: onnxruntime's batch-dependent dynamic int8, swapped in for simkernel's per-row
     int8, flips more than 1.5% of the pairs."""
-    from simkernel.runtime.acquisition import store
+    from simkernel.runtime.store import bundles as store
 
     entry = known_model(MODEL).calibrated_threshold("int8")
     bundle = dynamic_int8_bundle(store.model_dir(MODEL), tmp_path / "dynamic")

@@ -11,7 +11,7 @@ from tests.cli.subprocess_support import HUB_REPO, LAYOUT, child_env, simkernel
 from tests.runtime.fake_hub import FakeHub
 from tests.runtime.runtime_helpers import make_tiny_bi_encoder
 
-from simkernel.runtime.acquisition import store
+from simkernel.runtime.store import bundles as store
 
 PROCESSES = 4
 

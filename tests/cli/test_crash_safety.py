@@ -33,8 +33,8 @@ from tests.cli.subprocess_support import DOWNLOAD, HUB_REPO, LAYOUT, child_env, 
 from tests.runtime.fake_hub import FakeHub
 from tests.runtime.runtime_helpers import make_tiny_bi_encoder
 
-from simkernel.runtime.acquisition import store
-from simkernel.runtime.acquisition.workdirs import owner, pid_alive
+from simkernel.runtime.store import bundles as store
+from simkernel.runtime.store.workdirs import owner, pid_alive
 
 SEED = 20261201
 TRIALS = {"score": 26, "prepare": 10, "download": 12, "export": 2}  # 50 (an export costs 5 scores)

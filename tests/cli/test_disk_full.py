@@ -24,7 +24,7 @@ from tests.cli.subprocess_support import DOWNLOAD, HUB_REPO, LAYOUT, child_env, 
 from tests.runtime.fake_hub import FakeHub
 from tests.runtime.runtime_helpers import make_tiny_bi_encoder
 
-from simkernel.runtime.acquisition import store
+from simkernel.runtime.store import bundles as store
 
 ROOT = os.geteuid() == 0
 

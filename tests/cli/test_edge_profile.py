@@ -55,7 +55,7 @@ def full_bundle(tmp_path_factory) -> Path:
     """The suite store's full bundle (fp32 and int8), exported by `make models`."""
     from tests.components.conftest import require_stored_model
 
-    from simkernel.runtime.acquisition import store
+    from simkernel.runtime.store import bundles as store
 
     require_stored_model(DEFAULT_MODEL, "int8")
     require_stored_model(DEFAULT_MODEL, "fp32")
@@ -218,7 +218,7 @@ def test_prepare_int8_of_a_hub_model_keeps_only_int8(tiny_hub, tmp_path):
     from tests.cli.subprocess_support import HUB_REPO, child_env, simkernel
 
     from simkernel.runtime import TextEncoder
-    from simkernel.runtime.acquisition import store
+    from simkernel.runtime.store import bundles as store
 
     folders = {}
     for name, extra in (("full", ()), ("edge", ("--precision", "int8"))):

@@ -223,7 +223,7 @@ def test_prepare_force_rebuilds_the_default_model(cli, monkeypatch, tmp_path, mi
     from sentence_transformers import SentenceTransformer
 
     from simkernel.runtime import TextEncoder
-    from simkernel.runtime.acquisition import store
+    from simkernel.runtime.store import bundles as store
 
     prepared = store.model_dir(DEFAULT_MODEL)
     home = tmp_path / "home"

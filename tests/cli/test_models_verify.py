@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from simkernel.runtime.inference.manifest import MANIFEST, STAMP
+from simkernel.runtime.store.manifest import MANIFEST, STAMP
 
 
 def linked_bundle(src: Path, dst: Path, writable: tuple[str, ...] = ()) -> Path:
@@ -24,7 +24,7 @@ def linked_bundle(src: Path, dst: Path, writable: tuple[str, ...] = ()) -> Path:
 
 @pytest.fixture
 def store(tmp_path, monkeypatch, minilm):
-    from simkernel.runtime.acquisition import store as store_module
+    from simkernel.runtime.store import bundles as store_module
 
     source = store_module.model_dir(minilm)
     home = tmp_path / "store"

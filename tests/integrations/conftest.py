@@ -30,7 +30,7 @@ TEXTS = [
 
 
 def require_stored(model_id: str) -> str:
-    from simkernel.runtime.acquisition import store
+    from simkernel.runtime.store import bundles as store
 
     folder = store.model_dir(model_id)
     if not (folder / "model.onnx").is_file():

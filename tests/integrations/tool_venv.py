@@ -32,7 +32,7 @@ def run_checks(
 ) -> dict:
     """Run tests/integrations/SCRIPT in the NAME venv, in ``cwd`` (a tool may write its settings there), on
     the test session's model store, with ``env`` added; its JSON output."""
-    from simkernel.runtime.acquisition import store
+    from simkernel.runtime.store import bundles as store
 
     env = dict(os.environ, SIMKERNEL_HOME=str(store.store_root()), HF_HUB_OFFLINE="1", **(env or {}))
     env.pop("PYTHONPATH", None)  # the venv's own packages, this checkout's src/ by its .pth

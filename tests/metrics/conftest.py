@@ -20,7 +20,7 @@ from simkernel.runtime.acquisition.registry import DEFAULT_MODEL
 @pytest.fixture(scope="session")
 def default_model_ready() -> Path:
     """The default model's bundle in the store; fails (never skips) when it was not prepared."""
-    from simkernel.runtime.acquisition import store
+    from simkernel.runtime.store import bundles as store
 
     folder = store.model_dir(DEFAULT_MODEL)
     if not (folder / "model.onnx").is_file():

@@ -13,7 +13,7 @@ DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 @pytest.fixture(scope="session")
 def default_model_ready() -> Path:
     """The default model's bundle in the store; fails (never skips) when it was not prepared."""
-    from simkernel.runtime.acquisition import store
+    from simkernel.runtime.store import bundles as store
 
     folder = store.model_dir(DEFAULT_MODEL)
     if not (folder / "model.onnx").is_file() or not (folder / "model_int8.onnx").is_file():
@@ -37,7 +37,7 @@ _STORE_ROOT: list[Path] = []
 
 @pytest.fixture(scope="session", autouse=True)
 def _store_root() -> None:
-    from simkernel.runtime.acquisition import store
+    from simkernel.runtime.store import bundles as store
 
     _STORE_ROOT[:] = [store.store_root()]
 

@@ -10,7 +10,7 @@ import pytest
 from tests.components.conftest import minilm_checkpoint, st_minilm  # noqa: F401 - fixtures used here
 from tests.ray.cluster import LOOPBACK_ENV, start_cluster
 
-from simkernel.runtime.acquisition.store import store_root
+from simkernel.runtime.store.bundles import store_root
 
 
 @pytest.fixture(scope="session")

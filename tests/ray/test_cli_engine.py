@@ -19,7 +19,7 @@ import pytest
 from tests.cli.scale_data import distinct_rows, write_csv
 
 from simkernel.ray.engine import block_rows
-from simkernel.runtime.acquisition import store
+from simkernel.runtime.store import bundles as store
 from simkernel.tables.partial import partial_dir
 
 N = 160

@@ -20,7 +20,7 @@ from simkernel.runtime.acquisition.registry import DEFAULT_MODEL
 @pytest.fixture(scope="session")
 def default_bundle() -> Path:
     """The default model's bundle folder in the store; fails (never skips) when it was not prepared."""
-    from simkernel.runtime.acquisition import store
+    from simkernel.runtime.store import bundles as store
 
     folder = store.model_dir(DEFAULT_MODEL)
     if not (folder / "model.onnx").is_file():
@@ -34,7 +34,7 @@ def default_bundle() -> Path:
 @pytest.fixture(scope="session")
 def cross_encoder_bundle():
     """The seeded MiniLM cross-encoder that `make models` (scripts/prepare_test_models.py) stores."""
-    from simkernel.runtime.acquisition import store
+    from simkernel.runtime.store import bundles as store
 
     folder = store.model_dir("simkernel-test/minilm-l6-cross-encoder")
     if not (folder / "model.onnx").is_file():

@@ -27,7 +27,7 @@ def test_import_simkernel_loads_nothing_heavy():
 
 def test_reading_configs_and_store_loads_nothing_heavy(reference_checkpoint):
     loaded = _loaded_after(
-        "from simkernel.runtime import read_model_config\nfrom simkernel.runtime.acquisition import store\n"
+        "from simkernel.runtime import read_model_config\nfrom simkernel.runtime.store import bundles as store\n"
         f"read_model_config({str(reference_checkpoint)!r}); store.list_models()"
     )
     assert not loaded & set(HEAVY), loaded & set(HEAVY)

@@ -104,7 +104,7 @@ def _assigned_names(path: Path) -> set[str]:
     ("constant", "home"),
     [
         ("DEFAULT_MODEL", "runtime/acquisition/registry.py"),
-        ("PRECISIONS", "runtime/precisions.py"),  # the graph file map; scoring's tuple derives from it
+        ("PRECISIONS", "runtime/store/layout.py"),  # the graph file map; scoring's tuple derives from it
         ("AGGREGATIONS", "scoring/settings.py"),
         ("DEFAULT_BATCH_SIZE", "scoring/settings.py"),
         ("DEFAULT_PRECISION", "scoring/settings.py"),

@@ -166,7 +166,7 @@ def test_onnxruntime_runs_on_spark_task_cpus_threads(sparks, cpus):
 
 
 def test_workers_with_an_empty_store_and_no_hub_get_the_model_from_the_driver(sparks, tmp_path):
-    from simkernel.runtime.acquisition import store
+    from simkernel.runtime.store import bundles as store
     from simkernel.spark import sas_udf
 
     home = tmp_path / "node-store"  # a node that has never seen the model; its hub is off

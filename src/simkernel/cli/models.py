@@ -16,10 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from simkernel.errors import DataError
-from simkernel.runtime.acquisition import store
 from simkernel.runtime.acquisition.registry import DEFAULT_MODEL, KNOWN_MODELS, canonical_id, known_model
 from simkernel.runtime.inference.config import read_model_config
-from simkernel.runtime.inference.manifest import STAMP, manifest_entries, read_manifest
+from simkernel.runtime.store import bundles as store
+from simkernel.runtime.store.manifest import STAMP, manifest_entries, read_manifest
 from simkernel.tables.formats import human_size
 
 

@@ -16,9 +16,9 @@ from simkernel.errors import EXIT_DATA, EXIT_OK, UsageError
 
 def run_verify(args: argparse.Namespace) -> int:
     from simkernel.errors import ModelError
-    from simkernel.runtime.acquisition import store
     from simkernel.runtime.acquisition.registry import DEFAULT_MODEL
-    from simkernel.runtime.inference.manifest import check_bundle, manifest_entries, read_manifest
+    from simkernel.runtime.store import bundles as store
+    from simkernel.runtime.store.manifest import check_bundle, manifest_entries, read_manifest
 
     if args.all and args.models:
         raise UsageError("give model ids or folders, or --all, not both")
@@ -53,8 +53,8 @@ def run_verify(args: argparse.Namespace) -> int:
 
 def _folder(name: str) -> tuple[str, Path | None]:
     from simkernel.errors import ModelError
-    from simkernel.runtime.acquisition import store
     from simkernel.runtime.acquisition.registry import canonical_id
+    from simkernel.runtime.store import bundles as store
 
     path = Path(name)
     if path.is_dir():

@@ -27,9 +27,9 @@ from simkernel.ray.resources import ray_module
 def _bundle_on_this_node(model: str, precision: str) -> dict[str, Any] | None:
     """(runs on the node asked) {"id", "folder", "files": [relative paths]} of the model's bundle on this
     node without any download, or None."""
-    from simkernel.runtime.acquisition import store
     from simkernel.runtime.acquisition.registry import canonical_id
     from simkernel.runtime.acquisition.resolve import local_export_id, resolve_model
+    from simkernel.runtime.store import bundles as store
 
     try:
         folder = resolve_model(model, precision, download=False)
@@ -100,8 +100,8 @@ def _install(ray: Any, node: str, found: dict[str, Any], precision: str) -> Path
 
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-    from simkernel.runtime.acquisition import store
-    from simkernel.runtime.inference.bundle import PRECISIONS
+    from simkernel.runtime.store import bundles as store
+    from simkernel.runtime.store.layout import PRECISIONS
 
     model_id = found["id"]
     dest = store.model_dir(model_id)

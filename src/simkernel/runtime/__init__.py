@@ -1,10 +1,12 @@
 """ONNX models without torch: tokenizer, onnxruntime session, pooling, model store, hub, export.
 
-Two layers, and the names above them:
+Three packages by topic, and the names above them:
 
+- :mod:`simkernel.runtime.store`: the model store (its root folder, the bundles in it, their locks,
+  manifests and digests); the bottom layer, it imports neither of the two others;
 - :mod:`simkernel.runtime.inference`: running a bundle folder (tokenizer, onnxruntime session, pooling,
-  config and bundle reading, the encoder cores); it never resolves names and imports nothing above it;
-- :mod:`simkernel.runtime.acquisition`: getting a bundle folder (registry, store, hub download, export,
+  config and bundle reading, the encoder cores); it never resolves names and imports only the store;
+- :mod:`simkernel.runtime.acquisition`: getting a bundle into the store (registry, hub download, export,
   quantisation, offline preparation, name resolution); it may use inference (parity checks);
 - :mod:`simkernel.runtime.encoders` / :mod:`simkernel.runtime.shared`: the public encoders and the
   shared-instance getters, which resolve a model name (acquisition) and load it (inference).

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from simkernel.runtime.acquisition.registry import DEFAULT_MODEL
-from simkernel.runtime.precisions import PRECISIONS as PRECISION_FILES
+from simkernel.runtime.store.layout import PRECISIONS as PRECISION_FILES
 
 __all__ = [
     "AGGREGATIONS",

@@ -92,8 +92,8 @@ def worker_model(model: str, precision: str, shipped: dict[str, str] | None) -> 
 def _install(shipped: dict[str, str], precision: str) -> Path:
     import shutil
 
-    from simkernel.runtime.acquisition import store
-    from simkernel.runtime.inference.bundle import PRECISIONS
+    from simkernel.runtime.store import bundles as store
+    from simkernel.runtime.store.layout import PRECISIONS
 
     pyspark = pyspark_module()
     source = Path(pyspark.SparkFiles.get(shipped["name"]))

@@ -79,7 +79,7 @@ def test_bi_encoder_export_matches_sentence_transformers(minilm_export, st_model
 def test_bi_encoder_manifest_records_sources_files_and_parity(
     minilm_export, reference_checkpoint, haystack_fixture
 ):
-    from simkernel.runtime.acquisition.store import file_sha256, verify_bundle
+    from simkernel.runtime.store.bundles import file_sha256, verify_bundle
 
     manifest = json.loads((minilm_export / "simkernel.json").read_text(encoding="utf-8"))
     assert manifest["format"] == 1 and manifest["id"] == "test/minilm" and manifest["kind"] == "bi-encoder"
@@ -223,8 +223,8 @@ def test_truncated_bi_encoder_export_to_store(tmp_path, monkeypatch, reference_c
     from sentence_transformers import SentenceTransformer
 
     from simkernel.runtime import TextEncoder
-    from simkernel.runtime.acquisition import store
     from simkernel.runtime.acquisition.export import export_to_store
+    from simkernel.runtime.store import bundles as store
 
     monkeypatch.setenv("SIMKERNEL_HOME", str(tmp_path / "home"))
     checkpoint = build_truncated_bi_encoder(reference_checkpoint, tmp_path / "ckpt", num_layers=1)

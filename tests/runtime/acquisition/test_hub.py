@@ -18,7 +18,7 @@ from runtime_helpers import SPECIAL_TEXTS, make_tiny_bi_encoder
 
 from simkernel.errors import ModelNotFoundError
 from simkernel.runtime import TextEncoder
-from simkernel.runtime.acquisition import store
+from simkernel.runtime.store import bundles as store
 
 pytestmark = [
     pytest.mark.filterwarnings("ignore:Converting a tensor to a Python boolean"),

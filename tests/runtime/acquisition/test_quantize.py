@@ -114,7 +114,7 @@ def int8_encoder(default_bundle):
 
 
 def test_default_int8_is_per_row_quantised(default_bundle):
-    from simkernel.runtime.inference.manifest import read_manifest
+    from simkernel.runtime.store.manifest import read_manifest
 
     entry = read_manifest(default_bundle)["files"]["model_int8.onnx"]
     assert entry["quantization"]["method"] == "per-row" and entry["quantization"]["batch_independent"]

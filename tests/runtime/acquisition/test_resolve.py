@@ -84,7 +84,7 @@ def test_checkpoint_is_exported_on_first_use(tiny_models_root, reference_checkpo
     from sentence_transformers import SentenceTransformer
 
     from simkernel.runtime import TextEncoder
-    from simkernel.runtime.acquisition import store
+    from simkernel.runtime.store import bundles as store
 
     monkeypatch.setenv("SIMKERNEL_HOME", str(tmp_path / "store"))
     bundle = make_tiny_bi_encoder(tiny_models_root, reference_checkpoint, "mean", True)

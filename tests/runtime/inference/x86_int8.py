@@ -247,7 +247,7 @@ def bundle_with_int8_graph(src: Path, dst: Path, write) -> Path:
     """A copy of the bundle folder ``src`` at ``dst`` whose ``model_int8.onnx`` is what ``write(graph, out)``
     writes to ``out`` (with or without an ``out.name + "_data"`` file) from the bundle's int8 ``graph``;
     the manifest's checksums of the rewritten files are updated, so the bundle loads."""
-    from simkernel.runtime.inference.manifest import file_sha256
+    from simkernel.runtime.store.manifest import file_sha256
 
     src, dst = Path(src), Path(dst)
     shutil.copytree(src, dst, ignore=shutil.ignore_patterns("model_int8.onnx*", ".*"))

@@ -26,7 +26,7 @@ module named):
 5. moves each graph's weights into ``<graph>_data`` (ONNX external data, memory-mapped by onnxruntime:
    faster load, less memory; :func:`~simkernel.runtime.acquisition.graph_passes.externalize_weights`),
    copies the tokenizer and configuration files, writes the ``simkernel.json`` manifest
-   (:mod:`~simkernel.runtime.acquisition.manifest`);
+   (:mod:`~simkernel.runtime.store.manifest`);
 6. checks parity (:mod:`~simkernel.runtime.acquisition.parity`) of the finished bundle, loaded by
    simkernel's own :class:`BundleTextEncoder` / :class:`BundleCrossEncoder`, against sentence-transformers
    run on the same checkpoint in torch, on
@@ -50,7 +50,6 @@ from typing import Any
 import numpy as np
 
 from simkernel.errors import ModelError
-from simkernel.runtime.acquisition import store, workdirs
 from simkernel.runtime.acquisition.export_probes import CALIBRATION_TEXTS
 from simkernel.runtime.acquisition.graph_passes import (
     externalize_weights,
@@ -58,15 +57,16 @@ from simkernel.runtime.acquisition.graph_passes import (
     optimize_graph,
     per_row_int8,
 )
-from simkernel.runtime.acquisition.manifest import package_versions, write_manifest
 from simkernel.runtime.acquisition.parity import PARITY_TOLERANCE, ParityError, Reference, passes, rounded
 from simkernel.runtime.acquisition.quantize import DEFAULT_QUANTIZATION, quantize_model
 from simkernel.runtime.acquisition.registry import WEIGHT_FILES
 from simkernel.runtime.acquisition.trace import copy_tokenizer_and_configs, export_raw_graph
-from simkernel.runtime.inference.bundle import PRECISIONS
 from simkernel.runtime.inference.config import read_model_config
-from simkernel.runtime.inference.manifest import file_sha256
 from simkernel.runtime.inference.tokenizer import TextTokenizer
+from simkernel.runtime.store import bundles as store
+from simkernel.runtime.store import workdirs
+from simkernel.runtime.store.layout import PRECISIONS
+from simkernel.runtime.store.manifest import file_sha256, package_versions, write_manifest
 
 __all__ = ["EXPORTED_PRECISIONS", "ParityError", "calibration_feeds", "export_model", "export_to_store"]
 

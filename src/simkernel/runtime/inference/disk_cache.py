@@ -1,7 +1,7 @@
 """A persistent embedding cache shared by processes: SQLite (standard library) in WAL mode.
 
 One file, ``<cache_dir>/embeddings.sqlite3``, holds the vectors of every model the encoders met, each
-keyed by the model's key (:func:`simkernel.runtime.inference.bundle_digest.bundle_digest`: the checksum of
+keyed by the model's key (:func:`simkernel.runtime.store.bundle_digest.bundle_digest`: the checksum of
 the bundle's files for that precision, so a changed model never serves stale vectors) and the exact text.
 Several processes may read and write at once: WAL lets readers run beside the one writer, writers queue
 (``BEGIN IMMEDIATE``, 60 s busy timeout). Every row carries a CRC-32 of its text and vector, checked on
@@ -30,9 +30,9 @@ from pathlib import Path
 
 import numpy as np
 
-from simkernel.runtime.inference import file_lock
-from simkernel.runtime.inference.bundle_digest import file_sha256
 from simkernel.runtime.inference.cache_settings import default_max_bytes
+from simkernel.runtime.store import file_lock
+from simkernel.runtime.store.bundle_digest import file_sha256
 
 DB_NAME = "embeddings.sqlite3"
 FORMAT = "simkernel-embedding-cache/2"

@@ -15,7 +15,6 @@ import numpy as np
 from simkernel.errors import ModelError
 from simkernel.runtime.inference.batcher import make_batcher
 from simkernel.runtime.inference.bundle import check_precision, onnx_file, open_bundle
-from simkernel.runtime.inference.bundle_digest import bundle_digest
 from simkernel.runtime.inference.cache_settings import resolve_cache_dir
 from simkernel.runtime.inference.config import ModelConfig, read_model_config
 from simkernel.runtime.inference.disk_cache import DiskEmbeddingCache
@@ -25,6 +24,7 @@ from simkernel.runtime.inference.inputs import check_batch_size, check_texts
 from simkernel.runtime.inference.pooling import l2_normalize, pool
 from simkernel.runtime.inference.session import TOKEN_EMBEDDING_OUTPUTS
 from simkernel.runtime.inference.tokenizer import length_sorted_batches
+from simkernel.runtime.store.bundle_digest import bundle_digest
 
 DEFAULT_CACHE_SIZE = 10_000
 INLINE_TEXTS = 64  # aencode checks and tokenizes a call of at most this many texts on the event loop

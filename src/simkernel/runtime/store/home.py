@@ -2,8 +2,8 @@
 
 ``$SIMKERNEL_HOME``, else ``$XDG_CACHE_HOME/simkernel``, else ``~/.cache/simkernel``
 (``%LOCALAPPDATA%\\simkernel`` on Windows). The store itself (bundles, locks, staging) is
-:mod:`simkernel.runtime.acquisition.store`; the inference layer keeps its verification stamps of bundles
-outside the store under ``<root>/verified``.
+:mod:`simkernel.runtime.store.bundles`; the manifest check (:mod:`simkernel.runtime.store.manifest`)
+keeps its verification stamps of bundles outside the store under ``<root>/verified``.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ mapping is reversible). A bundle only ever appears in ``models/`` complete: it i
 staging folder on the same filesystem, checked against its manifest, and moved in with ``os.rename``
 while holding the model's lock, so two processes preparing the same model never interleave and an
 interrupted write leaves at most a staging folder, which the next install deletes once its process is
-gone (:mod:`simkernel.runtime.acquisition.workdirs`). The lock is ``flock``, released by the kernel when
+gone (:mod:`simkernel.runtime.store.workdirs`). The lock is ``flock``, released by the kernel when
 its holder dies, so a killed install never blocks the next; ``<lock>.owner`` names the holder's pid.
 """
 
@@ -26,12 +26,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from simkernel.errors import ModelError
-from simkernel.runtime.acquisition import workdirs
-from simkernel.runtime.acquisition.manifest import write_manifest
-from simkernel.runtime.inference import file_lock
-from simkernel.runtime.inference.bundle import PRECISIONS
-from simkernel.runtime.inference.home import store_root
-from simkernel.runtime.inference.manifest import (
+from simkernel.runtime.store import file_lock, workdirs
+from simkernel.runtime.store.home import store_root
+from simkernel.runtime.store.layout import PRECISIONS
+from simkernel.runtime.store.manifest import (
     MANIFEST,
     PROFILE,
     STAMP,
@@ -39,6 +37,7 @@ from simkernel.runtime.inference.manifest import (
     manifest_entries,
     read_manifest,
     verify_files,
+    write_manifest,
 )
 
 __all__ = ["MANIFEST", "file_sha256", "store_root", "verify_bundle"]  # and the functions below
@@ -136,23 +135,6 @@ def publish_staging(staging: Path, model_id: str, replace: bool = True) -> Path:
         return dest
     workdirs.replace_dir(staging, dest)
     return dest
-
-
-def install_bundle(
-    src_dir: str | Path, model_id: str, replace: bool = True, check_hashes: bool = True
-) -> Path:
-    """Copy the bundle in ``src_dir`` into the store as ``model_id``; returns the bundle folder.
-
-    The copy goes to a staging folder inside the store, is verified (:func:`verify_bundle`), then renamed
-    into place under the model's lock. ``src_dir`` is left untouched. With ``replace=False`` an existing
-    bundle is kept (another process got there first). Nothing half-written is ever visible in the store.
-    """
-    src = Path(src_dir)
-    if not src.is_dir():
-        raise ModelError(f"{src} is not a directory; give the folder of an exported bundle")
-    with staged_bundle(model_id, replace, check_hashes) as staging:
-        shutil.copytree(src, staging, dirs_exist_ok=True)
-    return model_dir(model_id)
 
 
 @contextlib.contextmanager

@@ -8,9 +8,10 @@ import os
 from pathlib import Path
 
 import pytest
+from tests.runtime.store.store_helpers import install_bundle
 
 from simkernel.errors import ModelError
-from simkernel.runtime.acquisition import store
+from simkernel.runtime.store import bundles as store
 
 
 @pytest.fixture()
@@ -66,14 +67,14 @@ def test_model_dir_mapping(home):
 
 def test_install_list_replace(home, tmp_path):
     src = _bundle(tmp_path / "src")
-    dest = store.install_bundle(src, "org/model")
+    dest = install_bundle(src, "org/model")
     assert dest == store.model_dir("org/model") and (dest / "model.onnx").read_bytes() == b"onnx-bytes"
     assert (src / "model.onnx").exists()  # the source is left untouched
     assert store.is_installed("org/model")
     _bundle(src, b"new-bytes")
-    store.install_bundle(src, "org/model", replace=False)
+    install_bundle(src, "org/model", replace=False)
     assert (dest / "model.onnx").read_bytes() == b"onnx-bytes"
-    store.install_bundle(src, "org/model")
+    install_bundle(src, "org/model")
     assert (dest / "model.onnx").read_bytes() == b"new-bytes"
     [listed] = store.list_models()
     assert listed.id == "org/model" and listed.onnx_files == ("model.onnx",) and listed.bytes > 0
@@ -84,13 +85,13 @@ def test_incomplete_bundles_are_never_published(home, tmp_path):
     src = _bundle(tmp_path / "src")
     (src / "model.onnx").write_bytes(b"truncated")  # manifest says 10 bytes
     with pytest.raises(ModelError, match="truncated or corrupt"):
-        store.install_bundle(src, "org/model")
+        install_bundle(src, "org/model")
     (src / "model.onnx").write_bytes(b"onnx-bytez")  # right size, wrong content
     with pytest.raises(ModelError, match="does not match its checksum"):
-        store.install_bundle(src, "org/model")
+        install_bundle(src, "org/model")
     (src / "model.onnx").unlink()
     with pytest.raises(ModelError):
-        store.install_bundle(src, "org/model")
+        install_bundle(src, "org/model")
     assert not store.model_dir("org/model").exists()
     assert store.list_models() == []
 
@@ -111,10 +112,10 @@ def _install_many(args):
     import os
 
     os.environ["SIMKERNEL_HOME"] = home
-    from simkernel.runtime.acquisition import store as s
+    from simkernel.runtime.store import bundles as s
 
     for _ in range(5):
-        s.install_bundle(_bundle(Path(src), payload), "org/model")
+        install_bundle(_bundle(Path(src), payload), "org/model")
         folder = s.model_dir("org/model")
         data = (folder / "model.onnx").read_bytes()
         assert data in (b"A" * 100_000, b"B" * 100_000), len(data)
@@ -146,7 +147,7 @@ def _try_lock_briefly(home):
     import os
 
     os.environ["SIMKERNEL_HOME"] = home
-    from simkernel.runtime.acquisition import store as s
+    from simkernel.runtime.store import bundles as s
 
     try:
         with s.model_lock("org/model", timeout_s=0.3):

@@ -18,9 +18,9 @@ import numpy as np
 import pytest
 
 from simkernel.errors import ModelError
-from simkernel.runtime.inference import manifest as manifest_module
-from simkernel.runtime.inference.manifest import MANIFEST, STAMP, check_bundle, stamp_path
 from simkernel.runtime.inference.text_encoder import BundleTextEncoder
+from simkernel.runtime.store import manifest as manifest_module
+from simkernel.runtime.store.manifest import MANIFEST, STAMP, check_bundle, stamp_path
 
 TEXTS = ["Berlin is the capital of Germany.", "Лев Толстой", "北京"]
 

@@ -6,7 +6,7 @@ ONNX graphs of the other precisions (and their external-data files) and hidden f
 a dot: stamps and locks that tools write beside a model), so rebuilding the int8 graph leaves the fp32 key
 alone while any change to the fp32 graph, its weights, the tokenizer, the pooling or the manifest (which
 decides the session's optimisation level) gives a new key. A file's checksum is the one the bundle's
-manifest records, once :func:`~simkernel.runtime.inference.manifest.check_bundle` has verified the files
+manifest records, once :func:`~simkernel.runtime.store.manifest.check_bundle` has verified the files
 against it (hashed at the first load after a change, then a stamp of size, mtime and inode); a file the
 manifest does not list (a hand-made bundle) is hashed by ``file_hash`` (the disk cache memoises it the same
 way), so a warm process only stats the files.
@@ -18,8 +18,8 @@ import hashlib
 from collections.abc import Callable
 from pathlib import Path
 
-from simkernel.runtime.inference.bundle import PRECISIONS, check_precision
-from simkernel.runtime.inference.manifest import check_bundle, file_sha256, manifest_entries, read_manifest
+from simkernel.runtime.store.layout import PRECISIONS, known_precision
+from simkernel.runtime.store.manifest import check_bundle, file_sha256, manifest_entries, read_manifest
 
 __all__ = ["bundle_digest", "file_sha256"]
 
@@ -27,7 +27,7 @@ __all__ = ["bundle_digest", "file_sha256"]
 def bundle_digest(folder: Path, precision: str, file_hash: Callable[[Path], str] = file_sha256) -> str:
     """``"<sha256 hex>/<precision>"`` of the bundle ``folder``; ``file_hash`` hashes one file (memoised or
     not)."""
-    check_precision(precision)
+    known_precision(precision)  # a name only: the digest does not depend on the CPU
     check_bundle(folder)  # the manifest's checksums are the files' own (ModelError naming a corrupt file)
     listed = {
         name: entry["sha256"]

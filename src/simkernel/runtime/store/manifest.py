@@ -1,4 +1,5 @@
-"""A bundle's manifest (``simkernel.json``): reading it, and checking the bundle's files against it.
+"""A bundle's manifest (``simkernel.json``): reading it, writing it (the package's one writer), and checking
+the bundle's files against it.
 
 The manifest lists every file of the bundle with its size in bytes and SHA-256. :func:`check_bundle`
 runs at every load: the first time a bundle is loaded after it was written or changed, every listed file
@@ -17,21 +18,24 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import importlib.metadata as md
 import json
 import os
 import tempfile
 from pathlib import Path
 from typing import Any
 
+from simkernel._version import __version__
 from simkernel.errors import ModelError
-from simkernel.runtime.inference.config import read_json
-from simkernel.runtime.inference.home import store_root
+from simkernel.runtime.store.home import store_root
+from simkernel.runtime.store.layout import read_json
 
 MANIFEST = "simkernel.json"  # the bundle's manifest: what each file is, where it came from, its checks
 STAMP = ".simkernel-verified.json"  # beside the manifest: what was verified, by size, mtime and inode
 # the manifest's record of a bundle that keeps some precisions only (``simkernel models prepare --precision
 # int8``): {"precisions": [kept], "left_out": [file names]}
 PROFILE = "profile"
+MANIFEST_FORMAT = 1
 _STAMP_FORMAT = 1
 _CHECKSUM_SHOWN = 16  # hex digits of a checksum an error shows
 
@@ -41,6 +45,33 @@ def read_manifest(folder: Path) -> dict:
     path = folder / MANIFEST
     data = read_json(path) if path.is_file() else {}
     return data if isinstance(data, dict) else {}
+
+
+def write_manifest(folder: Path, manifest: dict) -> dict:
+    """Write ``manifest`` as the manifest of the bundle ``folder``; returns what was written.
+
+    Every file in ``folder`` (but the manifest and its verification stamp) gets an entry in ``files`` with its ``bytes`` and ``sha256`` (measured here),
+    next to the facts ``manifest["files"]`` gives for it (how it was made); ``format`` defaults to
+    :data:`MANIFEST_FORMAT`. Written as sorted, indented JSON.
+    """
+    given = manifest.get("files") or {}
+    files = {}
+    for path in sorted(p for p in folder.rglob("*") if p.is_file() and p.name not in (MANIFEST, STAMP)):
+        name = path.relative_to(folder).as_posix()
+        files[name] = {**given.get(name, {}), "bytes": path.stat().st_size, "sha256": file_sha256(path)}
+    written = {"format": MANIFEST_FORMAT, **manifest, "files": files}
+    (folder / MANIFEST).write_text(json.dumps(written, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    return written
+
+
+def package_versions(*distributions: str) -> dict[str, str]:
+    """simkernel's version and those of the installed ``distributions`` (absent ones left out), for the
+    manifest's ``versions``."""
+    found = {"simkernel": __version__}
+    for dist in distributions:
+        with contextlib.suppress(md.PackageNotFoundError):
+            found[dist] = md.version(dist)
+    return found
 
 
 def kept_precisions(manifest: dict) -> list[str] | None:
