@@ -117,7 +117,7 @@ def test_an_actor_runs_onnxruntime_on_the_cpus_ray_gave_it(ray_driver, minilm_in
             from simkernel.ray import SASScorer
 
             scorer = SASScorer(model=MODEL)
-            session = scorer.evaluator._similarity_model._session
+            session = scorer.scorer.runtime_model._session
             return (
                 scorer.threads,
                 session._session.get_session_options().intra_op_num_threads,

@@ -14,9 +14,9 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+import simkernel.serve.bodies as bodies
 from simkernel.scoring.registry import get_metric, metric_names
 from simkernel.scoring.settings import ScoringSettings
-from simkernel.serve import bodies
 from simkernel.serve.errors import ApiError, invalid, model_call
 
 REQUEST_SETTINGS = ("aggregation",)  # the metric settings a request may set (the rest are the server's)

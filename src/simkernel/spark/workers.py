@@ -127,7 +127,7 @@ def loaded() -> list[dict[str, Any]]:
         items = list(_CACHE.items())
     out = []
     for key, scorer in items:
-        encoder = getattr(scorer, "_similarity_model", None) or getattr(scorer, "encoder", None) or scorer
+        encoder = getattr(scorer, "runtime_model", None) or scorer  # a metric's scorer, or an encoder
         session = encoder._session  # the OnnxEncoderSession: opens the model if it was not yet
         options = session._session.get_session_options()
         out.append(

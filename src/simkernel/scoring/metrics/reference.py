@@ -138,6 +138,11 @@ class ReferenceScorer:
         self.notes: list[str] = []
         self._encoder: Any = None
 
+    @property
+    def runtime_model(self) -> Any:
+        """The loaded :class:`~simkernel.runtime.TextEncoder` (None before :meth:`load`)."""
+        return self._encoder
+
     def load(self) -> None:
         if self._encoder is None:
             from simkernel.runtime import get_text_encoder

@@ -123,6 +123,11 @@ class SasScorer:
         self._model: Any = None
         self._is_cross_encoder = False
 
+    @property
+    def runtime_model(self) -> Any:
+        """The loaded :class:`~simkernel.runtime.TextEncoder` or ``CrossEncoder`` (None before :meth:`load`)."""
+        return self._model
+
     def load(self) -> None:
         if self._model is None:
             from simkernel.runtime.inference.bundle import check_precision
