@@ -120,14 +120,16 @@ def cached(key: tuple, build: Callable[[], T]) -> T:
 
 
 def loaded() -> list[dict[str, Any]]:
-    """The scorers loaded in this worker process, each as {"kind", "model", "threads": the threads it was
+    """The scorers that run a model loaded in this worker process, each as {"kind", "model", "threads": the threads it was
     made with, "intra_op_threads": those its onnxruntime session runs on}: what a check of the thread
     sizing reads (call it from a UDF; in the driver it lists the driver's own)."""
     with _LOCK:
         items = list(_CACHE.items())
     out = []
     for key, scorer in items:
-        encoder = getattr(scorer, "runtime_model", None) or scorer  # a metric's scorer, or an encoder
+        encoder = getattr(scorer, "runtime_model", scorer)  # a metric's scorer, or an encoder
+        if not hasattr(encoder, "_session"):
+            continue  # a metric that runs no model (exact, a plugin's): no threads to report
         session = encoder._session  # the OnnxEncoderSession: opens the model if it was not yet
         options = session._session.get_session_options()
         out.append(
