@@ -62,11 +62,9 @@ class RayEngine:
 
     @property
     def description(self) -> str:
-        mode = self.metric.scorer(self.settings).description.split(", model ")[0]
-        model = f", model {self.model} ({self.precision})" if self.metric.loads_model else ""
         where = f"Ray cluster {self.address}" if self.address else "Ray on this machine"
         workers = f"{self.workers} worker{'s' if self.workers != 1 else ''}" if self.workers else "workers"
-        return f"{mode}{model}, {where}: {workers} x {self.cpus} CPU"
+        return f"{self.metric.scorer(self.settings).description}, {where}: {workers} x {self.cpus} CPU"
 
     def load(self) -> None:
         """Find the model here (the workers get it from this node if theirs lack it), connect to Ray."""

@@ -19,9 +19,14 @@ from simkernel.scoring.settings import DEFAULT_MODEL, check_aggregation
 from simkernel.spark.workers import cached, pyspark_module, ship_model, task_threads, worker_model
 
 
-def _settings(model: str, precision: str, threads: int | None, ship: bool) -> dict[str, Any]:
+def _check_threads(threads: Any) -> None:
+    """Spark's own message for a bad ``threads`` (None means ``spark.task.cpus``)."""
     if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or threads < 1):
         raise ValueError(f"threads must be None (spark.task.cpus) or a positive integer, got {threads!r}")
+
+
+def _settings(model: str, precision: str, threads: int | None, ship: bool) -> dict[str, Any]:
+    _check_threads(threads)
     shipped = ship_model(model, precision) if ship else None
     return {"model": model, "precision": precision, "threads": threads, "shipped": shipped}
 
@@ -108,7 +113,7 @@ def metric_udf(metric: str = "sas", *, ship: bool = True, name: str | None = Non
     from simkernel.scoring.registry import get_metric
     from simkernel.scoring.settings import ScoringSettings
 
-    _settings("", "", settings.get("threads"), False)  # Spark's own message for threads
+    _check_threads(settings.get("threads"))
     chosen = get_metric(metric)
     metric_name = chosen.name  # the workers look the metric up by name (a plugin's is found there too)
     checked = ScoringSettings.from_options(**settings)
@@ -170,7 +175,6 @@ def sas_udf(
     """Haystack's semantic answer similarity (``SASEvaluator``): ``sas_udf()(predicted, ground_truth)`` is
     a ``float`` column, the float32 score of each predicted text against its ground truth (a string, or an
     array of correct answers: the best one counts). ``threads``: None uses ``spark.task.cpus``."""
-    _settings(model, precision, threads, False)
     return metric_udf(
         "sas", ship=ship, model=model, precision=precision, batch_size=batch_size, threads=threads
     )
@@ -187,8 +191,7 @@ def reference_match_udf(
     """eval_lib's reference match (``ReferenceMatchMetric``): ``reference_match_udf()(output, references)``
     is a ``double`` column, the score of each output text against its array of references (each cosine
     clamped to [0, 1], then ``aggregation`` ``"max"`` or ``"mean"``; an empty array scores 0.0)."""
-    check_aggregation(aggregation)
-    _settings(model, precision, threads, False)
+    check_aggregation(aggregation)  # before the threads, as this factory always checked them
     return metric_udf(
         "reference",
         ship=ship,
