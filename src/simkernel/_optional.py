@@ -23,6 +23,7 @@ EXTRAS = {
     "openvino": "openvino (precision='bf16')",
     "bench": "simsimd and the benchmark peers",
     "parquet": "pyarrow",
+    "plot": "matplotlib (simkernel.bert_score.plot_example)",
     "ray": "ray[data], pyarrow",
     "serve": "starlette, uvicorn, prometheus-client (simkernel serve)",
 }

@@ -1,0 +1,102 @@
+"""BERTScore of text pairs: token vectors from the model, greedy matching in the native kernel.
+
+For each (candidate, reference) pair, with the token vectors of one layer L2-normalised (bert_score:
+``emb.div_(torch.norm(emb, dim=-1))``) and s[i, j] the cosine of candidate token i and reference token j:
+
+- P = sum_i w_i max_j s[i, j] / sum_i w_i over the candidate's tokens, R the same over the reference's
+  tokens with max_i, and F = 2PR / (P + R), 0 where that is NaN (bert_score's ``masked_fill``);
+- every token, special ones included, takes part in the maxima; the weights (:mod:`.idf`) weigh the means;
+- a text that encodes to no more tokens than the empty text does ([CLS] [SEP]: bert_score's "empty
+  sentence", ``masks.sum(dim=1).eq(2)``) makes its pair's P, R and F 0;
+- several references for a candidate: each of P, R and F is the max over the references, each on its
+  own (bert_score's ``all_preds[beg:end].max(dim=0)``; so P and R may come from different references);
+- all layers: the same per layer, giving (layers, pairs) arrays.
+
+Unlike bert_score, nothing is padded: its padded batches compare a token with the zero similarities of
+padding, which raises a negative best match to 0 for every pair but the batch's longest; here a pair's
+scores depend on its own texts only, whatever else is in the call. The matching runs in
+:func:`simkernel.kernels.greedy_match` (float32 dot products, float64 weighted sums); the texts of a call
+are encoded once each (duplicates share one encoding, as in bert_score).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from simkernel.scoring.bertscore.idf import Weights
+
+__all__ = ["PairScores", "best_over_groups", "score_pairs"]
+
+
+@dataclass(frozen=True)
+class PairScores:
+    """P, R, F of each pair: ``scores`` float32 (pairs, 3), or (layers, pairs, 3) for every layer; how many
+    pairs had an empty candidate / reference (scored 0), and how many distinct texts were truncated."""
+
+    scores: np.ndarray
+    empty_candidates: int
+    empty_references: int
+    truncated_texts: int
+
+
+def _unique_texts(texts: Sequence[str]) -> tuple[list[str], np.ndarray]:
+    """The distinct texts in first-seen order, and the position of each text among them."""
+    positions: dict[str, int] = {}
+    index = np.fromiter((positions.setdefault(text, len(positions)) for text in texts), np.int64, len(texts))
+    return list(positions), index
+
+
+def score_pairs(
+    encoder: Any,
+    candidates: Sequence[str],
+    references: Sequence[str],
+    *,
+    layer: int | None,
+    weights: Weights | None = None,
+) -> PairScores:
+    """BERTScore of ``candidates[i]`` against ``references[i]`` on ``encoder`` (a
+    :class:`~simkernel.runtime.TokenEncoder`) at ``layer`` (None: every layer, the embedding output
+    first). ``weights`` None: 1 for every token, 0 for the cls and sep tokens (idf off)."""
+    from simkernel.kernels import greedy_match, normalize
+    from simkernel.scoring.bertscore.idf import plain_weights
+
+    if len(candidates) != len(references):
+        raise ValueError(
+            f"Different number of candidates and references: {len(candidates)} candidates, "
+            f"{len(references)} references"
+        )
+    n = len(candidates)
+    if weights is None:
+        weights = plain_weights(encoder.special_ids)
+    texts, index = _unique_texts([*candidates, *references])
+    batch = encoder.encode(texts, layer=layer)
+    offsets = np.asarray(batch.offsets, dtype=np.int64)
+    token_weights = weights.lookup(batch.token_ids)
+    pairs = np.stack([index[:n], index[n:]], axis=1)
+    stacked = batch.vectors if layer is None else batch.vectors[np.newaxis]
+    scores = np.empty((stacked.shape[0], n, 3), dtype=np.float32)
+    for position, vectors in enumerate(stacked):
+        unit = normalize(vectors)
+        p, r, f = greedy_match(unit, offsets, unit, offsets, pairs, token_weights, token_weights)
+        scores[position, :, 0], scores[position, :, 1], scores[position, :, 2] = p, r, f
+    empty = np.diff(offsets) <= encoder.empty_length
+    empty_candidate, empty_reference = empty[pairs[:, 0]], empty[pairs[:, 1]]
+    scores[:, empty_candidate | empty_reference, :] = 0.0
+    return PairScores(
+        scores if layer is None else scores[0],
+        int(empty_candidate.sum()),
+        int(empty_reference.sum()),
+        int(np.count_nonzero(batch.truncated)),
+    )
+
+
+def best_over_groups(scores: np.ndarray, group_sizes: Sequence[int]) -> np.ndarray:
+    """Each group's max of P, R and F taken column by column, over consecutive rows of ``scores``
+    ((pairs, 3) or (layers, pairs, 3)); ``group_sizes`` must be positive and sum to the number of pairs."""
+    sizes = np.asarray(group_sizes, dtype=np.int64)
+    starts = np.concatenate(([0], np.cumsum(sizes)[:-1])).astype(np.int64)
+    return np.maximum.reduceat(scores, starts, axis=-2)
