@@ -38,6 +38,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             from simkernel.cli.calibrate import run_calibrate
 
             return run_calibrate(args)
+        if args.command == "bertscore-baseline":
+            from simkernel.cli.bertscore_baseline import run_bertscore_baseline
+
+            return run_bertscore_baseline(args)
         if args.command == "serve":
             from simkernel.serve import run_serve
 

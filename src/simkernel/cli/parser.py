@@ -100,6 +100,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_calibrate(commands)
     _add_models(commands)
     _add_serve(commands)
+    _add_bertscore_baseline(commands)
     return parser
 
 
@@ -396,3 +397,28 @@ def _add_serve(commands: argparse._SubParsersAction) -> None:
     seconds = {"type": _finite_float, "metavar": "S", "default": 30.0}
     add("--body-timeout", **seconds, help="a body slower than S seconds: 408 (default 30)")
     add("--drain-timeout", **seconds, help="SIGTERM waits S seconds for accepted requests (default 30)")
+
+
+def _add_bertscore_baseline(commands: argparse._SubParsersAction) -> None:
+    baseline = commands.add_parser(
+        "bertscore-baseline",
+        help="compute a BERTScore rescaling baseline for any model from your own corpus",
+        description="A BERTScore baseline file (bert_score's format, LAYER,P,R,F) for --model, by bert_score's "
+        "published method: the corpus lines of fewer than 32 words are paired at random (two disjoint halves), "
+        "every pair is scored at every layer with idf off, and P, R, F are averaged per layer. Pass the file "
+        "as baseline_path= to simkernel.bert_score (or bert_score), or --baseline to score --mode bertscore.",
+        epilog="example:\n  simkernel bertscore-baseline corpus.txt --model sentence-transformers/all-MiniLM-L6-v2 "
+        "--lang en -o baseline.tsv --seeds 3",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    add = baseline.add_argument
+    add("corpus", metavar="CORPUS", help="a UTF-8 text file of the language, one sentence per line")
+    add("--model", metavar="ID", default=DEFAULT_MODEL, help=f"model id or local folder (default: {DEFAULT_MODEL})")
+    add("--lang", required=True, metavar="LANG", help="the corpus' language (the file is for this language)")
+    add("-o", "--output", required=True, metavar="FILE", help="where to write the baseline file")
+    add("--pairs", type=_positive_int, metavar="N", help="at most N random pairs (default: half the lines)")
+    add("--seed", type=_non_negative_int, default=0, metavar="S", help="seed of the random pairs (default: 0)")
+    add("--seeds", type=_positive_int, default=1, metavar="K", help="also report the spread of the "
+        "baseline over K seeds (S, S+1, ...; the file holds their mean); default 1")  # fmt: skip
+    add("--precision", choices=PRECISIONS, default=DEFAULT_PRECISION, help=f"default: {DEFAULT_PRECISION}")
+    add("--threads", type=_positive_int, metavar="N", help="onnxruntime threads (default: all cores)")

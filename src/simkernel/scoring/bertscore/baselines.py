@@ -21,14 +21,15 @@ import io
 import os
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 __all__ = [
     "BASELINE_HEADER",
+    "compute_baseline",
     "MAX_BASELINE_WORDS",
     "corpus_pairs",
-    "mean_per_layer",
     "packaged_baseline_path",
     "read_baseline",
     "rescale",
@@ -113,6 +114,15 @@ def corpus_pairs(lines: Sequence[str], pairs: int | None, seed: int) -> tuple[li
     return [kept[i] for i in chosen[0]], [kept[i] for i in chosen[1]]
 
 
-def mean_per_layer(scores: np.ndarray) -> np.ndarray:
-    """(layers, 3) float32 means over the pairs of (layers, pairs, 3) scores (float64 sums)."""
-    return np.asarray(scores, dtype=np.float64).mean(axis=1).astype(np.float32)
+def compute_baseline(encoder: Any, lines: Sequence[str], *, pairs: int | None, seed: int, chunk: int = 1000) -> np.ndarray:
+    """A baseline table (layers, 3) for ``encoder``'s model from a corpus, by bert_score's method: the
+    random pairs of :func:`corpus_pairs`, scored at every layer with idf off, ``chunk`` pairs at a time,
+    averaged per layer (float64 sums over all pairs)."""
+    from simkernel.scoring.bertscore.matching import score_pairs
+
+    hyps, refs = corpus_pairs(lines, pairs, seed)
+    sums = np.zeros((encoder.num_layers + 1, 3), dtype=np.float64)
+    for start in range(0, len(hyps), chunk):
+        result = score_pairs(encoder, hyps[start : start + chunk], refs[start : start + chunk], layer=None)
+        sums += result.scores.astype(np.float64).sum(axis=1)
+    return (sums / len(hyps)).astype(np.float32)

@@ -1,0 +1,137 @@
+"""simkernel.bert_score against the real bert_score 0.3.13 on the same checkpoint: within 1e-5 in fp32.
+
+Every layer of all-MiniLM-L6-v2, idf on and off, several references per candidate, all layers at once,
+baseline rescaling from a file, multilingual and odd texts, texts past 512 tokens, duplicates, and batch
+sizes 1, 7 and 64 (a pair's scores never depend on its batch-mates).
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+from simkernel import bert_score as sk_bert_score
+from tests.bert_score.conftest import ODD_TEXTS, as_arrays
+
+FP32_TOLERANCE = 1e-5
+
+
+@pytest.fixture(scope="module")
+def pairs(sas_pairs) -> tuple[list[str], list[str]]:
+    """120 SAS pairs (every 42nd) and the odd texts against each other and against SAS answers."""
+    sample = sas_pairs[::42]
+    cands = [a for a, _, _ in sample] + ODD_TEXTS + ODD_TEXTS[::-1]
+    refs = [b for _, b, _ in sample] + ODD_TEXTS[1:] + ODD_TEXTS[:1] + [b for _, b, _ in sample[: len(ODD_TEXTS)]]
+    return cands, refs
+
+
+def simkernel_scores(model_id, cands, refs, **kwargs) -> np.ndarray:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # truncation warnings; their counts are tested elsewhere
+        return as_arrays(sk_bert_score.score(cands, refs, model_type=model_id, **kwargs))
+
+
+def reference_scores(reference, checkpoint, cands, refs, **kwargs) -> np.ndarray:
+    return as_arrays(reference.score(cands, refs, model_type=checkpoint, **kwargs))
+
+
+@pytest.mark.parametrize("layer", range(7))
+def test_every_layer_of_minilm_matches_bert_score(layer, pairs, model_id, minilm_checkpoint, bert_score_reference):
+    cands, refs = pairs
+    ours = simkernel_scores(model_id, cands, refs, num_layers=layer)
+    theirs = reference_scores(bert_score_reference, minilm_checkpoint, cands, refs, num_layers=layer)
+    assert ours.shape == theirs.shape == (3, len(cands))
+    np.testing.assert_allclose(ours, theirs, rtol=0, atol=FP32_TOLERANCE)
+
+
+@pytest.mark.parametrize("layer", [2, 6])
+def test_idf_weights_match_bert_score(layer, pairs, model_id, minilm_checkpoint, bert_score_reference):
+    cands, refs = pairs
+    ours = simkernel_scores(model_id, cands, refs, num_layers=layer, idf=True)
+    theirs = reference_scores(bert_score_reference, minilm_checkpoint, cands, refs, num_layers=layer, idf=True)
+    np.testing.assert_allclose(ours, theirs, rtol=0, atol=FP32_TOLERANCE)
+    plain = simkernel_scores(model_id, cands, refs, num_layers=layer)
+    assert np.abs(ours - plain).max() > 1e-3  # idf really changed the weights
+
+
+def test_several_references_per_candidate(pairs, model_id, minilm_checkpoint, bert_score_reference):
+    cands, refs = pairs
+    groups = [[refs[i], refs[(i + 5) % len(refs)], refs[(i + 11) % len(refs)]][: 1 + i % 3] for i in range(len(cands))]
+    ours = simkernel_scores(model_id, cands, groups, num_layers=4)
+    theirs = reference_scores(bert_score_reference, minilm_checkpoint, cands, groups, num_layers=4)
+    np.testing.assert_allclose(ours, theirs, rtol=0, atol=FP32_TOLERANCE)
+
+
+def test_all_layers(pairs, model_id, minilm_checkpoint, bert_score_reference):
+    cands, refs = pairs
+    ours = simkernel_scores(model_id, cands[:40], refs[:40], num_layers=3, all_layers=True)
+    theirs = reference_scores(bert_score_reference, minilm_checkpoint, cands[:40], refs[:40], num_layers=3, all_layers=True)
+    assert ours.shape == theirs.shape == (3, 7, 40)
+    np.testing.assert_allclose(ours, theirs, rtol=0, atol=FP32_TOLERANCE)
+
+
+def test_rescaling_with_a_baseline_file(tmp_path, pairs, model_id, minilm_checkpoint, bert_score_reference):
+    cands, refs = pairs
+    path = tmp_path / "baseline.tsv"
+    path.write_text("LAYER,P,R,F\n" + "".join(f"{k},0.{3 + k}1,0.{3 + k}2,0.{3 + k}3\n" for k in range(7)))
+    kwargs = dict(num_layers=5, lang="en", rescale_with_baseline=True, baseline_path=str(path))
+    ours = simkernel_scores(model_id, cands, refs, **kwargs)
+    theirs = reference_scores(bert_score_reference, minilm_checkpoint, cands, refs, **kwargs)
+    np.testing.assert_allclose(ours, theirs, rtol=0, atol=FP32_TOLERANCE)
+    ours_all = simkernel_scores(model_id, cands[:20], refs[:20], all_layers=True, **kwargs)
+    theirs_all = reference_scores(bert_score_reference, minilm_checkpoint, cands[:20], refs[:20], all_layers=True, **kwargs)
+    np.testing.assert_allclose(ours_all, theirs_all, rtol=0, atol=FP32_TOLERANCE)
+
+
+def test_empty_texts_score_zero_with_one_warning(model_id, minilm_checkpoint, bert_score_reference):
+    cands = ["", "a cat", "   ", "the dog barks"]
+    refs = ["a cat", "", "the dog", "the dog barked"]
+    with pytest.warns(UserWarning, match=r"2 pair\(s\) with an empty candidate and 1 with an empty reference") as caught:
+        ours = as_arrays(sk_bert_score.score(cands, refs, model_type=model_id, num_layers=4))
+    assert len([w for w in caught if "empty" in str(w.message)]) == 1
+    theirs = reference_scores(bert_score_reference, minilm_checkpoint, cands, refs, num_layers=4)
+    np.testing.assert_allclose(ours, theirs, rtol=0, atol=FP32_TOLERANCE)
+    assert (ours[:, :3] == 0).all() and (ours[:, 3] > 0.5).all()
+
+
+def test_long_texts_are_truncated_as_bert_score_truncates_them(model_id, minilm_checkpoint, bert_score_reference):
+    long_a = "alpha beta gamma delta " * 200
+    long_b = "alpha beta gamma " * 150 + "omega"
+    cands = [long_a, long_b + " tail that is cut"]
+    refs = [long_b, long_a]
+    with pytest.warns(UserWarning, match=r"2 text\(s\) longer than the model's limit were truncated"):
+        ours = as_arrays(sk_bert_score.score(cands, refs, model_type=model_id, num_layers=6))
+    theirs = reference_scores(bert_score_reference, minilm_checkpoint, cands, refs, num_layers=6)
+    np.testing.assert_allclose(ours, theirs, rtol=0, atol=FP32_TOLERANCE)
+
+
+def test_duplicates_and_batch_mates_do_not_change_a_score(pairs, model_id):
+    cands, refs = pairs
+    alone = [simkernel_scores(model_id, [c], [r], num_layers=4)[:, 0] for c, r in zip(cands[:12], refs[:12], strict=True)]
+    together = simkernel_scores(model_id, cands[:12] * 2, refs[:12] * 2, num_layers=4)
+    for batch_size in (1, 7, 64):
+        scorer = sk_bert_score.BERTScorer(model_type=model_id, num_layers=4, batch_size=batch_size)
+        batched = as_arrays(scorer.score(cands[:12], refs[:12], batch_size=batch_size))
+        np.testing.assert_array_equal(batched, together[:, :12])
+    np.testing.assert_array_equal(together[:, :12], together[:, 12:])
+    np.testing.assert_array_equal(np.stack(alone, axis=1), together[:, :12])
+
+
+def test_scorer_object_matches_bert_scorer(pairs, model_id, minilm_checkpoint, bert_score_reference):
+    cands, refs = pairs
+    idf_sents = refs[:60]
+    ours = sk_bert_score.BERTScorer(model_type=model_id, num_layers=3, idf=True, idf_sents=idf_sents)
+    theirs = bert_score_reference.BERTScorer(model_type=minilm_checkpoint, num_layers=3, idf=True, idf_sents=idf_sents)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        mine = as_arrays(ours.score(cands, refs))
+    np.testing.assert_allclose(mine, as_arrays(theirs.score(cands, refs)), rtol=0, atol=FP32_TOLERANCE)
+    assert ours.idf_dict is not None
+    theirs_dict = theirs._idf_dict
+    for token, weight in list(ours.idf_dict.items())[:200]:
+        assert weight == pytest.approx(theirs_dict[token], abs=1e-12)
+    (p, r, f), digest = ours.score(cands[:3], refs[:3], return_hash=True)
+    assert digest == ours.hash and digest.startswith(f"{model_id}_L3_idf_version=0.3.13")
+    assert f.dtype == np.float32 and isinstance(f.mean().item(), float) and len(f.tolist()) == 3
