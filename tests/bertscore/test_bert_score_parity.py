@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from simkernel import bert_score as sk_bert_score
-from tests.bert_score.conftest import ODD_TEXTS, as_arrays
+from tests.bertscore.conftest import ODD_TEXTS, as_arrays
 
 FP32_TOLERANCE = 1e-5
 
