@@ -177,19 +177,21 @@ def keep_output(model: Any, output: str, rename: str | None = None) -> Any:
     return cut
 
 
-def split_token_layer_graphs(full: Path, bundle: Path, precision: str, num_layers: int) -> dict[str, dict]:
+def split_token_layer_graphs(
+    full: Path, bundle: Path, precision: str, layer_outputs: list[str]
+) -> dict[str, dict]:
     """Write a token-layers bundle's graphs of ``precision`` from ``full`` (an optimised graph with the
     outputs of :func:`~simkernel.runtime.acquisition.trace.export_hidden_states_graph`): its weights into
     ``<graph>_data`` once, the all-layers graph (output ``hidden_states``) and one graph per layer (output
     ``hidden_state``, :func:`~simkernel.runtime.store.layout.layer_graph_name`), all reading that one weights
-    file. Returns each written graph's manifest facts (``layer``: an int, or ``"all"``).
+    file. ``layer_outputs[L]``: the name of layer L's output in ``full``. Returns each written graph's
+    manifest facts (``layer``: an int, or ``"all"``).
 
     One graph per layer, not one graph asked for one output: onnxruntime runs the whole graph whatever is
     asked (:func:`keep_output`), and the layer-L graph costs L layers as BERTScore's truncated model does
     (measured on all-MiniLM-L6-v2, 32 x 128 tokens, one thread: layer 1 0.25 s, layer 3 0.76 s, layer 6
     1.53 s; layer 0 4 ms). The per-layer graphs hold no weights (15-61 KB each for all-MiniLM-L6-v2).
     """
-    from simkernel.runtime.acquisition.trace import hidden_state_name
     from simkernel.runtime.store.layout import (
         ALL_LAYERS_OUTPUT,
         LAYER_OUTPUT,
@@ -219,8 +221,8 @@ def split_token_layer_graphs(full: Path, bundle: Path, precision: str, num_layer
         "output": ALL_LAYERS_OUTPUT,
         "external_data": data,
     }
-    for layer in range(num_layers + 1):
-        graph = keep_output(skeleton, hidden_state_name(layer), LAYER_OUTPUT)
+    for layer, output in enumerate(layer_outputs):
+        graph = keep_output(skeleton, output, LAYER_OUTPUT)
         layer_name = layer_graph_name(precision, layer)
         onnx.save(graph, str(bundle / layer_name))
         written[layer_name] = {

@@ -50,7 +50,11 @@ from simkernel.runtime.acquisition.export_probes import PROBE_TEXTS
 from simkernel.runtime.acquisition.graph_passes import optimize_graph, per_row_int8, split_token_layer_graphs
 from simkernel.runtime.acquisition.parity import ParityError, rounded
 from simkernel.runtime.acquisition.registry import WEIGHT_FILES, canonical_id
-from simkernel.runtime.acquisition.trace import copy_tokenizer_and_configs, export_hidden_states_graph
+from simkernel.runtime.acquisition.trace import (
+    copy_tokenizer_and_configs,
+    export_hidden_states_graph,
+    hidden_state_name,
+)
 from simkernel.runtime.inference.bundle import check_precision
 from simkernel.runtime.inference.config import read_model_config
 from simkernel.runtime.inference.token_encoder import BundleTokenEncoder, model_max_length
@@ -163,7 +167,8 @@ def export_token_layers(
                 else:
                     info, quantization = per_row_int8(raw, full, work, config)
                     info["quantization"] = quantization
-                written = split_token_layer_graphs(full, bundle, prec, num_layers)
+                outputs = [hidden_state_name(i) for i in range(num_layers + 1)]
+                written = split_token_layer_graphs(full, bundle, prec, outputs)
                 files.update({name: {**info, **facts} for name, facts in written.items()})
                 write_manifest(bundle, _manifest(model, num_layers, files))  # loaded as users will load it
                 tol = {**TOKEN_PARITY_TOLERANCE[prec], **((tolerance or {}).get(prec, {}))}
