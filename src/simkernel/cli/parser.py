@@ -340,6 +340,12 @@ def _add_models(commands: argparse._SubParsersAction) -> None:
         help="int8: keep only the int8 model (made from fp32, which is then left out: ~59 MB of the "
         "default's ~150 MB), for edge boxes; default: fp32 and int8",
     )
+    prepare.add_argument(
+        "--token-layers",
+        action="store_true",
+        help="prepare the model's token layers instead (the hidden states per token of each layer, for "
+        "BERTScore; fp32 and int8, stored as ID@token-layers); needs the export extra",
+    )
     export = actions.add_parser(
         "export",
         help="export a sentence-transformers / transformers checkpoint (a folder or a hub repo) to ONNX",
@@ -362,6 +368,12 @@ def _add_models(commands: argparse._SubParsersAction) -> None:
         action="append",
         help="keep the dense layers whose ONNX node name contains PATTERN in fp32 in the int8 graph "
         "(repeatable), e.g. layer.10/intermediate, when the int8 parity check fails",
+    )
+    export.add_argument(
+        "--token-layers",
+        action="store_true",
+        help="export the token layers instead (the hidden states per token of each layer, for BERTScore; "
+        "load DST with simkernel.runtime.TokenEncoder.load(DST))",
     )
     info = actions.add_parser("info", help="dimension, pooling, files and parity figures of a model")
     info.add_argument("model", metavar="ID", help="model id in the store, or a bundle folder")

@@ -16,6 +16,9 @@ does not import onnxruntime or tokenizers; they load with the first encoder.
 
 - :class:`TextEncoder` / :class:`CrossEncoder`: bi-encoder embeddings and cross-encoder scores that
   match sentence-transformers for the same checkpoint.
+- :class:`TokenEncoder` (``TokenEncoder.load(model, precision=...)``): the hidden states per token of a
+  chosen layer or of every layer, as BERTScore computes them (:class:`TokenBatch`); the token layers are
+  exported into the store on first use.
 - :func:`get_text_encoder` / :func:`get_cross_encoder`: process-wide shared instances.
 - :func:`read_model_config`, :func:`model_architectures`: what a model is, without loading it.
 - :func:`capabilities`: which precisions run on this machine (bf16 needs a CPU with native bf16), and
@@ -31,6 +34,8 @@ from simkernel._lazy import lazy_face
 _LAZY = {
     "TextEncoder": "simkernel.runtime.encoders",
     "CrossEncoder": "simkernel.runtime.encoders",
+    "TokenEncoder": "simkernel.runtime.encoders",
+    "TokenBatch": "simkernel.runtime.inference.token_encoder",
     "get_text_encoder": "simkernel.runtime.shared",
     "get_cross_encoder": "simkernel.runtime.shared",
     "clear_shared_instances": "simkernel.runtime.shared",
@@ -45,9 +50,10 @@ __all__ = list(_LAZY)
 
 if TYPE_CHECKING:  # pragma: no cover
     from simkernel.runtime.acquisition.resolve import model_architectures, resolve_model  # noqa: F401
-    from simkernel.runtime.encoders import CrossEncoder, TextEncoder  # noqa: F401
+    from simkernel.runtime.encoders import CrossEncoder, TextEncoder, TokenEncoder  # noqa: F401
     from simkernel.runtime.inference.bundle import capabilities  # noqa: F401
     from simkernel.runtime.inference.config import ModelConfig, read_model_config  # noqa: F401
+    from simkernel.runtime.inference.token_encoder import TokenBatch  # noqa: F401
     from simkernel.runtime.shared import clear_shared_instances, get_cross_encoder, get_text_encoder  # noqa: F401
 
 

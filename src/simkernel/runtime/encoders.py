@@ -1,4 +1,4 @@
-"""``TextEncoder`` and ``CrossEncoder``: the public encoders, which take a model name or a folder.
+"""``TextEncoder``, ``CrossEncoder`` and ``TokenEncoder``: the public encoders, which take a model name or a folder.
 
 Each resolves ``model=`` to a bundle folder (:func:`simkernel.runtime.acquisition.resolve.resolve_model`:
 a local bundle, a local checkpoint exported on first use, the store, or the Hugging Face hub), then
@@ -12,11 +12,13 @@ from pathlib import Path
 
 from simkernel.runtime.acquisition.registry import DEFAULT_MODEL
 from simkernel.runtime.acquisition.resolve import resolve_model
+from simkernel.runtime.acquisition.token_layers import resolve_token_layers
 from simkernel.runtime.inference.batch_settings import batch_settings
 from simkernel.runtime.inference.bundle import check_precision
 from simkernel.runtime.inference.cross_encoder import BundleCrossEncoder
 from simkernel.runtime.inference.embedding_cache import EmbeddingCache
 from simkernel.runtime.inference.text_encoder import DEFAULT_CACHE_SIZE, BundleTextEncoder
+from simkernel.runtime.inference.token_encoder import BundleTokenEncoder
 
 
 class TextEncoder(BundleTextEncoder):
@@ -98,3 +100,30 @@ class CrossEncoder(BundleCrossEncoder):
             max_batch_tokens=max_batch_tokens,
             max_queue=max_queue,
         )
+
+
+class TokenEncoder(BundleTokenEncoder):
+    """The hidden states per token of a transformer's layers, as BERTScore computes them (no torch at run
+    time): see :class:`~simkernel.runtime.inference.token_encoder.BundleTokenEncoder` for ``encode``,
+    ``tokenize`` and the properties. Build it with :meth:`load`."""
+
+    @classmethod
+    def load(
+        cls,
+        model: str | Path = DEFAULT_MODEL,
+        *,
+        precision: str = "fp32",
+        threads: int | None = None,
+        providers: list[str] | None = None,
+        token: str | None = None,
+        export: bool = True,
+    ) -> TokenEncoder:
+        """The token encoder of ``model``: a model id (hub id or short name), a checkpoint folder, or a
+        token-layers bundle folder. Token layers missing from the store are exported into it first
+        (:func:`simkernel.runtime.acquisition.token_layers.resolve_token_layers`: needs the export extra,
+        and the hub for an id without an offline source) unless ``export=False``. ``precision``,
+        ``threads`` and ``providers`` as in ``BundleTokenEncoder``; ``token``: the Hugging Face token for a
+        private or gated repo (default ``HF_TOKEN``)."""
+        check_precision(precision)
+        folder = resolve_token_layers(model, precision=precision, token=token, export=export)
+        return cls(folder, precision, threads, providers, name=model)

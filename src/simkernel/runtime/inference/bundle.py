@@ -17,7 +17,7 @@ from simkernel.errors import ModelError
 from simkernel.runtime.inference.bf16 import bf16_status, require_bf16
 from simkernel.runtime.inference.session import OnnxEncoderSession
 from simkernel.runtime.inference.tokenizer import TextTokenizer
-from simkernel.runtime.store.layout import PRECISIONS, known_precision
+from simkernel.runtime.store.layout import PRECISIONS, TOKEN_LAYERS_KIND, known_precision
 from simkernel.runtime.store.manifest import (
     check_bundle,
     kept_precisions,
@@ -103,6 +103,15 @@ def session_optimization(folder: Path, onnx_name: str) -> str:
     return "all"
 
 
+def refuse_token_layers(folder: Path) -> None:
+    """:class:`ModelError` when ``folder`` is a token-layers bundle (hidden states per layer, for
+    BERTScore): it holds no sentence embeddings nor scores, and its first output is the embedding layer's."""
+    if read_manifest(folder).get("kind") == TOKEN_LAYERS_KIND:
+        raise ModelError(
+            f"{folder} holds a model's token layers (hidden states per token, for BERTScore), not sentence embeddings or scores: load it with simkernel.runtime.TokenEncoder, or give TextEncoder / CrossEncoder the model's own id or bundle"
+        )
+
+
 def open_bundle(
     folder: Path, config, precision: str, outputs, *, threads, providers, lowercase: bool = False
 ):
@@ -115,23 +124,10 @@ def open_bundle(
     names the caller accepts; ``lowercase`` whether texts are lower-cased before tokenization
     (bi-encoders whose config says so).
     """
+    refuse_token_layers(folder)
     path = onnx_file(folder, precision)
     check_bundle(folder)  # every file against its checksum, unless verified unchanged before
-    if precision == "bf16":
-        if providers not in (None, [], (), ["CPUExecutionProvider"], ("CPUExecutionProvider",)):
-            raise ValueError(
-                f"providers={providers!r} applies to onnxruntime (fp32, int8); precision='bf16' runs on OpenVINO's CPU plugin: drop providers, or use precision='fp32' with them"
-            )
-        from simkernel.runtime.inference.openvino_session import OpenVinoEncoderSession
-
-        session: OnnxEncoderSession | OpenVinoEncoderSession = OpenVinoEncoderSession(
-            path, outputs, threads=threads, inference_precision=BF16_INFERENCE
-        )
-    else:
-        optimization = session_optimization(folder, path.name)
-        session = OnnxEncoderSession(
-            path, outputs, threads=threads, providers=providers, optimization=optimization
-        )
+    session = open_graph(folder, path.name, precision, outputs, threads=threads, providers=providers)
     tokenizer = TextTokenizer(
         folder / "tokenizer.json",
         max_length=config.max_seq_length,
@@ -141,6 +137,26 @@ def open_bundle(
         padding_side=config.padding_side,
     )
     return session, tokenizer
+
+
+def open_graph(
+    folder: Path, graph_name: str, precision: str, outputs, *, threads, providers
+) -> OnnxEncoderSession | OpenVinoEncoderSession:
+    """The session of the ONNX file ``graph_name`` of the bundle ``folder`` for ``precision``: onnxruntime
+    (at the level :func:`session_optimization` reads from the manifest) for fp32 and int8, OpenVINO's CPU
+    plugin computing in :data:`BF16_INFERENCE` for bf16 (which runs fp32 graphs). The caller has checked the
+    bundle (:func:`~simkernel.runtime.store.manifest.check_bundle`)."""
+    path = folder / graph_name
+    if precision == "bf16":
+        if providers not in (None, [], (), ["CPUExecutionProvider"], ("CPUExecutionProvider",)):
+            raise ValueError(
+                f"providers={providers!r} applies to onnxruntime (fp32, int8); precision='bf16' runs on OpenVINO's CPU plugin: drop providers, or use precision='fp32' with them"
+            )
+        from simkernel.runtime.inference.openvino_session import OpenVinoEncoderSession
+
+        return OpenVinoEncoderSession(path, outputs, threads=threads, inference_precision=BF16_INFERENCE)
+    optimization = session_optimization(folder, path.name)
+    return OnnxEncoderSession(path, outputs, threads=threads, providers=providers, optimization=optimization)
 
 
 ENGINES = {"fp32": "onnxruntime", "int8": "onnxruntime", "bf16": "openvino"}

@@ -14,7 +14,7 @@ import numpy as np
 
 from simkernel.errors import ModelError
 from simkernel.runtime.inference.batcher import make_batcher
-from simkernel.runtime.inference.bundle import check_precision, onnx_file, open_bundle
+from simkernel.runtime.inference.bundle import check_precision, onnx_file, open_bundle, refuse_token_layers
 from simkernel.runtime.inference.cache_settings import resolve_cache_dir
 from simkernel.runtime.inference.config import ModelConfig, read_model_config
 from simkernel.runtime.inference.disk_cache import DiskEmbeddingCache
@@ -114,6 +114,7 @@ class BundleTextEncoder:
             raise ModelError(
                 f"{model!r} has sentence-transformers modules {list(config.unsupported_modules)} that simkernel does not run (only Transformer, Pooling, Normalize); its embeddings would be wrong"
             )
+        refuse_token_layers(folder)
         onnx_file(folder, precision)  # a missing graph fails here, not at the first text
         self._open = lambda: open_bundle(
             folder,

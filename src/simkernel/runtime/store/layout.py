@@ -34,3 +34,27 @@ def read_json(path: Path) -> Any:
         raise ModelError(
             f"cannot read {path}: {exc}. The file is corrupt or unreadable; re-export or re-download the model (`simkernel models export SRC DST` or delete the folder and load the model again)."
         ) from exc
+
+
+# Token layers (the hidden states per token of each layer, for BERTScore): a bundle of their own beside the
+# model's, stored under the id ``<model id>@token-layers`` (``@`` cannot occur in a hub id, so it never
+# names another model; the model's own bundle, its digest and its manifest stay as they are). It keeps the
+# same precision files as a model bundle (``model.onnx``: every layer, ``model_int8.onnx``), each of
+# which outputs ``hidden_states`` (layers + 1, batch, seq, hidden), plus one graph per layer
+# (:func:`layer_graph_name`) that computes only the layers up to it; all of a precision's graphs read the
+# weights of one external-data file (``model.onnx_data`` / ``model_int8.onnx_data``).
+TOKEN_LAYERS_SUFFIX = "@token-layers"
+TOKEN_LAYERS_KIND = "token-layers"  # the manifest's ``kind`` of such a bundle
+ALL_LAYERS_OUTPUT = "hidden_states"  # the output of model.onnx / model_int8.onnx in a token-layers bundle
+LAYER_OUTPUT = "hidden_state"  # the output of a one-layer graph: (batch, seq, hidden)
+
+
+def token_layers_id(model_id: str) -> str:
+    """The store id of ``model_id``'s token-layers bundle: ``"<model id>@token-layers"``."""
+    return model_id if model_id.endswith(TOKEN_LAYERS_SUFFIX) else model_id + TOKEN_LAYERS_SUFFIX
+
+
+def layer_graph_name(precision: str, layer: int) -> str:
+    """The file of the graph that outputs layer ``layer`` (0: the embedding output) alone, in a token-layers
+    bundle: ``model_layer_3.onnx`` (fp32, also run by bf16), ``model_int8_layer_3.onnx``."""
+    return PRECISIONS[known_precision(precision)].removesuffix(".onnx") + f"_layer_{int(layer)}.onnx"
