@@ -87,7 +87,7 @@ def matching_share(layer: int, cands: list[str], refs: list[str], whole: float) 
     position = {text: i for i, text in enumerate(texts)}
     batch = encoder.encode(texts, layer=layer)
     unit = normalize(batch.vectors)
-    weights = plain_weights(encoder.special_ids).lookup(batch.token_ids)
+    weights = plain_weights([encoder.cls_id, encoder.sep_id]).lookup(batch.token_ids)
     pairs = np.array([(position[c], position[r]) for c, r in zip(cands, refs, strict=True)], dtype=np.int64)
     start = time.perf_counter()
     greedy_match(unit, batch.offsets, unit, batch.offsets, pairs, weights, weights)

@@ -28,7 +28,7 @@ class StandInEncoder:
     position) pair, so they are contextual enough to differ by position."""
 
     num_layers = 3
-    special_ids = (CLS, SEP)
+    cls_id, sep_id = CLS, SEP
     empty_length = 2
     max_words = 20
 

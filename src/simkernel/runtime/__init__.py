@@ -38,6 +38,7 @@ _LAZY = {
     "TokenBatch": "simkernel.runtime.inference.token_encoder",
     "get_text_encoder": "simkernel.runtime.shared",
     "get_cross_encoder": "simkernel.runtime.shared",
+    "get_token_encoder": "simkernel.runtime.shared",
     "clear_shared_instances": "simkernel.runtime.shared",
     "capabilities": "simkernel.runtime.inference.bundle",
     "read_model_config": "simkernel.runtime.inference.config",
@@ -54,7 +55,12 @@ if TYPE_CHECKING:  # pragma: no cover
     from simkernel.runtime.inference.bundle import capabilities  # noqa: F401
     from simkernel.runtime.inference.config import ModelConfig, read_model_config  # noqa: F401
     from simkernel.runtime.inference.token_encoder import TokenBatch  # noqa: F401
-    from simkernel.runtime.shared import clear_shared_instances, get_cross_encoder, get_text_encoder  # noqa: F401
+    from simkernel.runtime.shared import (  # noqa: F401
+        clear_shared_instances,
+        get_cross_encoder,
+        get_text_encoder,
+        get_token_encoder,
+    )
 
 
 __getattr__, __dir__ = lazy_face(__name__, _LAZY, globals())

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from simkernel.runtime.acquisition.registry import DEFAULT_MODEL
 from simkernel.runtime.acquisition.resolve import resolve_model
-from simkernel.runtime.encoders import CrossEncoder, TextEncoder
+from simkernel.runtime.encoders import CrossEncoder, TextEncoder, TokenEncoder
 from simkernel.runtime.inference.batch_settings import batch_settings, batching_default
 from simkernel.runtime.inference.cache_settings import resolve_cache_dir
 
@@ -93,6 +93,27 @@ def get_cross_encoder(
     ``token`` is only used to download the model; batching as :func:`get_text_encoder`)."""
     options = _batching_options(batching, max_batch_tokens, max_queue)
     return _shared("cross", CrossEncoder, model, precision, threads, providers, token, **options)
+
+
+def get_token_encoder(
+    model: str | Path = DEFAULT_MODEL,
+    precision: str = "fp32",
+    threads: int | None = None,
+    providers: list[str] | None = None,
+    token: str | None = None,
+):
+    """The shared :class:`~simkernel.runtime.TokenEncoder` for these settings (created once, exporting the
+    model's token layers into the store first when they are missing; ``token`` only downloads)."""
+    from simkernel.runtime.acquisition.token_layers import resolve_token_layers
+
+    folder = Path(resolve_token_layers(model, precision=precision, token=token, export=True)).resolve()
+    key = ("token", str(folder), precision, threads, tuple(providers or ()), ())
+    with _LOCK:
+        instance = _INSTANCES.get(key)
+        if instance is None:
+            instance = TokenEncoder(folder, precision, threads, providers, name=os.fspath(model))
+            _INSTANCES[key] = instance
+        return instance
 
 
 def clear_shared_instances() -> None:

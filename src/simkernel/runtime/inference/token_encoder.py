@@ -148,6 +148,11 @@ class BertScoreTokenizer:
         self.special_ids = frozenset(
             int(i) for i, token in tokenizer.get_added_tokens_decoder().items() if token.special
         )
+        self.empty_length = len(empty)
+
+    def token_texts(self, token_ids: Sequence[int]) -> list[str]:
+        """Each id decoded on its own (bert_score's ``tokenizer.decode([i])``), for plots and reports."""
+        return [self._tokenizer.decode([int(i)], skip_special_tokens=False) for i in token_ids]
 
     def _special_id(self, special: dict, tok_cfg: dict, key: str, fallback: int | None) -> int | None:
         token = special.get(key, tok_cfg.get(key))
@@ -231,6 +236,16 @@ class BundleTokenEncoder:
     def special_ids(self) -> frozenset[int]:
         """The ids of the tokenizer's special tokens ([CLS], [SEP], [PAD], [UNK], [MASK], ...)."""
         return self.tokenizer.special_ids
+
+    @property
+    def empty_length(self) -> int:
+        """Tokens of the empty text ([CLS] [SEP]: 2): a text of no more tokens is empty to BERTScore
+        (bert_score's ``masks.sum(dim=1).eq(2)``)."""
+        return self.tokenizer.empty_length
+
+    def token_texts(self, token_ids: Sequence[int]) -> list[str]:
+        """Each id as text, decoded on its own as bert_score's ``plot_example`` does."""
+        return self.tokenizer.token_texts(token_ids)
 
     def __repr__(self) -> str:
         return (

@@ -71,7 +71,7 @@ def score_pairs(
         )
     n = len(candidates)
     if weights is None:
-        weights = plain_weights(encoder.special_ids)
+        weights = plain_weights([encoder.cls_id, encoder.sep_id])
     texts, index = _unique_texts([*candidates, *references])
     batch = encoder.encode(texts, layer=layer)
     offsets = np.asarray(batch.offsets, dtype=np.int64)
