@@ -103,9 +103,10 @@ typedef struct sk_backend {
      *     F = 2 P R / (P + R) computed in float64 from the float32 P and R, and 0 where that is NaN.
      *   Every row takes part in the maxima, also those of weight 0; weights only weight the means.
      *   Edge cases: a pair with an empty segment on either side gives P = R = F = 0; a side whose weights
-     *   sum to exactly 0 scores 0 (whatever its maxima); a NaN (or infinity) in any row of the pair, or a
-     *   NaN weight, makes P and/or R NaN (a NaN row reaches every maximum of the other side, so both) and
-     *   F = 0; P + R = 0 with P != 0 gives an infinite F, as in BERTScore.
+     *   sum to exactly 0 scores 0 (whatever its maxima); a NaN in any row of the pair makes P and R NaN (a
+     *   NaN row meets every row of the other side, so it reaches the maxima of both) and F = 0; a NaN
+     *   weight makes its side NaN; infinite elements give infinite (or NaN) similarities that the maxima
+     *   and means carry as IEEE arithmetic does; P + R = 0 with P != 0 gives an infinite F, as in BERTScore.
      *   Work: the candidate rows are taken 4 at a time (sk_dot4 against each reference row), keeping the
      *   4 row maxima in registers and a running column maximum per reference row in `col_max`, which holds
      *   at least the length of the longest reference segment any pair uses (sk_longest_segment) floats of
