@@ -6,7 +6,8 @@
  * of rows (normal, embedding-like, wide magnitudes), zero rows, NaN and infinities at the start, middle and
  * end of a row, extreme magnitudes (the float64 path), clamping, ragged groups with empty ones, dense
  * reductions across the 64-similarity block, precomputed rows with a row stride, empty inputs, d = 0,
- * in-place normalize, misaligned pointers and a seeded fuzz over random shapes.
+ * in-place normalize, misaligned pointers and a seeded fuzz over random shapes; BERTScore greedy matching
+ * (greedy_match) on ragged texts of unit rows with weights, pairs, NaN rows, edge cases and its own fuzz.
  *
  * Every input buffer is surrounded by NaN guards (a kernel that reads past a row's end turns its result
  * into NaN), every output buffer by sentinels (a kernel that writes outside it, or leaves an output
@@ -16,7 +17,7 @@
  * Usage: kernel_harness [--require NAME]... [--only NAME] [--fuzz N] [--seed N]
  *   --require NAME  fail unless backend NAME is compiled in and supported by this CPU (repeatable)
  *   --only NAME     run only backend NAME
- *   --fuzz N        number of random cases per backend (default 600)
+ *   --fuzz N        number of random cases per backend (default 600; greedy_match gets N / 2 more)
  * Exit status: 0 when every check passed, 1 when one failed, 2 on a usage error.
  */
 #include <math.h>

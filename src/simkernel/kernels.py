@@ -121,8 +121,9 @@ Numerics: dot products accumulate as in the module numerics (float32 lanes, floa
 about ``1e-7 * sqrt(d)``; no norm and no float64 rescue of extreme rows); maxima are exact over the
 float32 similarities; weight sums and weighted sums are float64, rounded once to float32; ``F`` is computed
 in float64 from the float32 ``P`` and ``R``. Edge cases: a pair with a text of 0 tokens on either side gives
-P = R = F = 0; a side whose weights sum to exactly 0 scores 0; NaN in a token row (or a NaN weight) makes
-P and/or R NaN, and a NaN F is 0 (as BERTScore's ``F.masked_fill(torch.isnan(F), 0.)``). A pair's result
+P = R = F = 0; a side whose weights sum to exactly 0 scores 0; NaN in a token row makes both P and R NaN (it
+meets every token of the other side) and a NaN weight makes its side NaN; a NaN F is 0 (as BERTScore's
+``F.masked_fill(torch.isnan(F), 0.)``); P + R = 0 with P != 0 gives an infinite F, as in BERTScore. A pair's result
 never depends on the other pairs of the call (no padding). Large calls are split over
 :func:`get_num_threads` threads in parts of about equal ``n_c * n_r * d`` work; results do not depend on it.
 """
