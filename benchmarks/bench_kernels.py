@@ -8,6 +8,11 @@ Cases (every peer computes the same numbers; each is checked against numpy in fl
   Python call included (the reference-match metric's inner step).
 - ``10,000 paired rows, d=384``: 10,000 row-wise cosines (the SAS step).
 - ``1024 x 1024, d=768, max + mean per row``: a cosine matrix, then the max and the mean of every row.
+- ``BERTScore greedy matching, 64 pairs of 5-60 tokens, d=768``: per pair, every candidate token's best
+  cosine and every reference token's, idf-weighted means, F1 (``bert_score.utils.greedy_cos_idf``). numpy
+  and torch run it as BERTScore does, on a padded batch (one ``B x K x K`` similarity tensor by a batched
+  matmul, masks, maxima; the padded tensors are made beforehand, to their favour); simkernel's
+  ``greedy_match`` takes the ragged rows as they are. simsimd has no such function (its cells stay empty).
 
 Peers: numpy (BLAS matmul / einsum, its own threads), simsimd (``cdist`` / ``cosine``; single-threaded, as
 shipped), torch through ``sentence_transformers.util.cos_sim`` / ``pairwise_cos_sim`` on tensors made
@@ -126,19 +131,85 @@ def matrix_case() -> tuple[dict, object]:
     return engines, check
 
 
+def greedy_case() -> tuple[dict, object]:
+    n_pairs, d = 64, 768
+    cand_lengths, ref_lengths = RNG.integers(5, 61, n_pairs), RNG.integers(5, 61, n_pairs)
+    # |normal| rows: every cosine is positive, as between contextual embeddings, so the 0 that BERTScore's
+    # mask leaves in a padded cell never wins a maximum and the padded peers compute the same numbers
+    cand = _unit(np.abs(_rows(int(cand_lengths.sum()), d))).astype(np.float32)
+    ref = _unit(np.abs(_rows(int(ref_lengths.sum()), d))).astype(np.float32)
+    cand_offsets = np.concatenate([[0], np.cumsum(cand_lengths)]).astype(np.int64)
+    ref_offsets = np.concatenate([[0], np.cumsum(ref_lengths)]).astype(np.int64)
+    cand_idf = RNG.uniform(0.5, 3.0, len(cand)).astype(np.float32)
+    ref_idf = RNG.uniform(0.5, 3.0, len(ref)).astype(np.float32)
+
+    def padded(rows, offsets, idf):
+        """BERTScore's batch: (B, K, d) rows, (B, K) 0/1 mask and (B, K) idf, zero past each text's end."""
+        width = int(np.diff(offsets).max())
+        out, mask, weights = np.zeros((n_pairs, width, d), np.float32), np.zeros((n_pairs, width), np.float32), np.zeros((n_pairs, width), np.float32)  # fmt: skip
+        for i in range(n_pairs):
+            n = offsets[i + 1] - offsets[i]
+            out[i, :n], mask[i, :n], weights[i, :n] = rows[offsets[i] : offsets[i + 1]], 1.0, idf[offsets[i] : offsets[i + 1]]  # fmt: skip
+        return out, mask, weights
+
+    hyp, hyp_mask, hyp_idf = padded(cand, cand_offsets, cand_idf)
+    refs, ref_mask, ref_idf_padded = padded(ref, ref_offsets, ref_idf)
+    hyp_scale = hyp_idf / hyp_idf.sum(axis=1, keepdims=True)
+    ref_scale = ref_idf_padded / ref_idf_padded.sum(axis=1, keepdims=True)
+    masks = hyp_mask[:, :, None] * ref_mask[:, None, :]
+    t_hyp, t_refs, t_masks = torch.from_numpy(hyp), torch.from_numpy(refs), torch.from_numpy(masks)
+    t_hyp_scale, t_ref_scale = torch.from_numpy(hyp_scale), torch.from_numpy(ref_scale)
+
+    def numpy_run():
+        sim = np.matmul(hyp, refs.transpose(0, 2, 1)) * masks
+        p = (sim.max(axis=2) * hyp_scale).sum(axis=1)
+        r = (sim.max(axis=1) * ref_scale).sum(axis=1)
+        return p, r, np.nan_to_num(2 * p * r / (p + r))
+
+    def torch_run():
+        sim = torch.bmm(t_hyp, t_refs.transpose(1, 2)) * t_masks
+        p = (sim.max(dim=2)[0] * t_hyp_scale).sum(dim=1)
+        r = (sim.max(dim=1)[0] * t_ref_scale).sum(dim=1)
+        f = 2 * p * r / (p + r)
+        return p, r, f.masked_fill(torch.isnan(f), 0.0)
+
+    def simkernel_run():
+        return kernels.greedy_match(cand, cand_offsets, ref, ref_offsets, None, cand_idf, ref_idf)
+
+    expected = []
+    for i in range(n_pairs):
+        c, q = slice(cand_offsets[i], cand_offsets[i + 1]), slice(ref_offsets[i], ref_offsets[i + 1])
+        sims = cand[c].astype(np.float64) @ ref[q].astype(np.float64).T
+        p = (cand_idf[c] * sims.max(axis=1)).sum() / cand_idf[c].sum()
+        r = (ref_idf[q] * sims.max(axis=0)).sum() / ref_idf[q].sum()
+        expected.append((p, r, 2 * p * r / (p + r)))
+    expected_prf = np.array(expected).T
+
+    def check(out, name):
+        got = np.stack([np.asarray(x, np.float64) for x in out])
+        np.testing.assert_allclose(got, expected_prf, atol=1e-5, err_msg=name)
+
+    engines = {"numpy": numpy_run, "torch": torch_run, "simkernel": simkernel_run}
+    return engines, check
+
+
 CASES = {
     "1 x 8, d=384, max + mean": small_case,
     "10,000 paired rows, d=384": paired_case,
     "1024 x 1024, d=768, max + mean per row": matrix_case,
+    "BERTScore greedy matching, 64 pairs of 5-60 tokens, d=768": greedy_case,
 }
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=20)
+    parser.add_argument("--case", default="", help="run only the cases whose title contains this text")
     args = parser.parse_args()
     groups = {}
     for title, make in CASES.items():
+        if args.case not in title:
+            continue
         engines, check = make()
         for name, run in engines.items():
             check(run(), name)
@@ -146,6 +217,8 @@ def main() -> None:
         groups[title] = alternate(engines, args.rounds, iterations=iterations)
     print(speedup_table(groups, "numpy", ["simsimd", "torch", "simkernel"]))
     for title, times in groups.items():
+        if "simsimd" not in times:
+            continue
         (ours_min, ours_median), (theirs_min, theirs_median) = (
             min_median(times[n]) for n in ("simkernel", "simsimd")
         )

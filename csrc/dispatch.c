@@ -148,3 +148,20 @@ int64_t sk_check_offsets(const int64_t *offsets, size_t nq, size_t nr) {
     if (offsets[nq] != (int64_t)nr) return (int64_t)nq;
     return -1;
 }
+
+int64_t sk_check_pairs(const int64_t *pairs, size_t n_pairs, size_t n_cand, size_t n_ref) {
+    for (size_t k = 0; k < n_pairs; ++k) {
+        if (pairs[2 * k] < 0 || (uint64_t)pairs[2 * k] >= (uint64_t)n_cand) return (int64_t)(2 * k);
+        if (pairs[2 * k + 1] < 0 || (uint64_t)pairs[2 * k + 1] >= (uint64_t)n_ref) return (int64_t)(2 * k + 1);
+    }
+    return -1;
+}
+
+size_t sk_longest_segment(const int64_t *offsets, size_t n) {
+    size_t longest = 0;
+    for (size_t i = 0; i < n; ++i) {
+        size_t len = (size_t)(offsets[i + 1] - offsets[i]);
+        longest = len > longest ? len : longest;
+    }
+    return longest;
+}

@@ -193,8 +193,87 @@ static void SK_FN(cosine_reduce_dense)(const float *queries, size_t nq, const fl
     }
 }
 
+/* The larger of a running maximum m and a similarity s, NaN sticky: a NaN s makes it NaN, and a NaN m stays. */
+static inline float SK_FN(max_sticky)(float m, float s) { return (s > m || s != s) ? s : m; }
+
+/* A side's score: the weighted sum of its maxima over its weight sum, 0 when the weights sum to 0. */
+static inline float SK_FN(weighted_mean)(double weighted_sum, double weight_sum) {
+    return weight_sum == 0.0 ? 0.0f : (float)(weighted_sum / weight_sum);
+}
+
+/* Greedy matching of one pair: nc candidate rows `cand` (weights cw or NULL) against nr reference rows
+ * `ref` (weights rw or NULL); col_max holds nr floats of scratch. See greedy_match in simkernel.h. */
+static void SK_FN(greedy_pair)(const float *cand, size_t nc, const float *cw, const float *ref, size_t nr,
+                               const float *rw, size_t d, float *col_max, float *out_p, float *out_r,
+                               float *out_f) {
+    if (nc == 0 || nr == 0) {
+        *out_p = *out_r = *out_f = 0.0f;
+        return;
+    }
+    for (size_t j = 0; j < nr; ++j) col_max[j] = -INFINITY;
+    double p_sum = 0.0, p_weight = 0.0;
+    size_t i = 0;
+    /* four candidate rows at a time: they stay in L1 while every reference row streams past them once */
+    for (; i + 4 <= nc; i += 4) {
+        const float *block = cand + i * d;
+        float row_max[4] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY};
+        for (size_t j = 0; j < nr; ++j) {
+            sk_acc dots[4];
+            sk_dot4(ref + j * d, block, d, d, dots);
+            float column = col_max[j];
+            for (int k = 0; k < 4; ++k) {
+                float s = (float)dots[k];
+                row_max[k] = SK_FN(max_sticky)(row_max[k], s);
+                column = SK_FN(max_sticky)(column, s);
+            }
+            col_max[j] = column;
+        }
+        for (int k = 0; k < 4; ++k) {
+            double w = cw ? (double)cw[i + (size_t)k] : 1.0;
+            p_sum += w * (double)row_max[k];
+            p_weight += w;
+        }
+    }
+    for (; i < nc; ++i) {
+        const float *row = cand + i * d;
+        float row_max = -INFINITY;
+        for (size_t j = 0; j < nr; ++j) {
+            float s = (float)sk_dot(row, ref + j * d, d);
+            row_max = SK_FN(max_sticky)(row_max, s);
+            col_max[j] = SK_FN(max_sticky)(col_max[j], s);
+        }
+        double w = cw ? (double)cw[i] : 1.0;
+        p_sum += w * (double)row_max;
+        p_weight += w;
+    }
+    double r_sum = 0.0, r_weight = 0.0;
+    for (size_t j = 0; j < nr; ++j) {
+        double w = rw ? (double)rw[j] : 1.0;
+        r_sum += w * (double)col_max[j];
+        r_weight += w;
+    }
+    float p = SK_FN(weighted_mean)(p_sum, p_weight), r = SK_FN(weighted_mean)(r_sum, r_weight);
+    double f = 2.0 * (double)p * (double)r / ((double)p + (double)r);
+    *out_p = p;
+    *out_r = r;
+    *out_f = f != f ? 0.0f : (float)f;
+}
+
+static void SK_FN(greedy_match)(const float *cand, const int64_t *cand_offsets, const float *cand_weights,
+                                const float *ref, const int64_t *ref_offsets, const float *ref_weights,
+                                const int64_t *pairs, size_t n_pairs, size_t d, float *col_max, float *out_p,
+                                float *out_r, float *out_f) {
+    for (size_t k = 0; k < n_pairs; ++k) {
+        size_t c = (size_t)pairs[2 * k], r = (size_t)pairs[2 * k + 1];
+        size_t cb = (size_t)cand_offsets[c], ce = (size_t)cand_offsets[c + 1];
+        size_t rb = (size_t)ref_offsets[r], re = (size_t)ref_offsets[r + 1];
+        SK_FN(greedy_pair)(cand + cb * d, ce - cb, cand_weights ? cand_weights + cb : NULL, ref + rb * d, re - rb,
+                           ref_weights ? ref_weights + rb : NULL, d, col_max, out_p + k, out_r + k, out_f + k);
+    }
+}
+
 #define SK_BACKEND_TABLE(label)                                                                           \
     {                                                                                                     \
         label, SK_FN(normalize), SK_FN(paired_cosine), SK_FN(cosine_matrix), SK_FN(cosine_reduce),        \
-            SK_FN(cosine_reduce_dense), SK_FN(reduce_rows)                                                \
+            SK_FN(cosine_reduce_dense), SK_FN(reduce_rows), SK_FN(greedy_match)                           \
     }

@@ -23,6 +23,11 @@
  *     the group's similarities (float64 for per-pair kernels; float32 lanes, then float64, when reducing a
  *     precomputed row) divided by the group size, rounded once to float32. An empty group gives
  *     0.0 for both. When clamping is asked, each similarity is clamped to [lo, hi] BEFORE the reduction.
+ *   - Greedy matching (`greedy_match`, BERTScore's greedy_cos_idf): the similarity of two token rows is
+ *     their plain dot product in the backend's accumulator (float32 lanes; float64 in serial), rounded to
+ *     float32, with no norms and no float64 rescue path: callers pass L2-normalised rows, as BERTScore does.
+ *     Maxima are exact over those float32 similarities (NaN sticky); weight sums and weighted sums of the
+ *     maxima are float64, divided once and rounded once to float32.
  *
  * Threads: no global mutable state is touched by the kernels; every function is reentrant and may run
  * concurrently from several threads. Only `sk_select_backend` changes the process-wide dispatch table.
@@ -83,6 +88,33 @@ typedef struct sk_backend {
     /* Reduction of precomputed similarities: row i of `sims` (n rows of m, row stride `stride`). */
     void (*reduce_rows)(const float *sims, size_t n, size_t m, size_t stride, sk_clamp clamp,
                         float *out_max, float *out_mean);
+
+    /* BERTScore greedy matching, one (P, R, F) per pair, without padding and without materialising a
+     * similarity matrix.
+     *   Candidate token rows `cand` (all candidate texts concatenated, d floats each) are cut into segments
+     *   by `cand_offsets` (candidate segment c is rows cand_offsets[c] .. cand_offsets[c + 1] - 1); the same
+     *   for `ref` / `ref_offsets`. Offsets must be valid for their rows (sk_check_offsets). Pair k is
+     *   (pairs[2k], pairs[2k + 1]) = (candidate segment c, reference segment r), k < n_pairs, each index in
+     *   range (sk_check_pairs); a segment may appear in any number of pairs.
+     *   `cand_weights` / `ref_weights` hold one float32 weight per row of `cand` / `ref` (e.g. idf; 0 for
+     *   [CLS] and [SEP]), or are NULL for weight 1 everywhere.
+     *   With s[i, j] = cand_i . ref_j over the pair's rows (plain dot products: pass L2-normalised rows):
+     *     P = sum_i w_c[i] max_j s[i, j] / sum_i w_c[i],   R = sum_j w_r[j] max_i s[i, j] / sum_j w_r[j],
+     *     F = 2 P R / (P + R) computed in float64 from the float32 P and R, and 0 where that is NaN.
+     *   Every row takes part in the maxima, also those of weight 0; weights only weight the means.
+     *   Edge cases: a pair with an empty segment on either side gives P = R = F = 0; a side whose weights
+     *   sum to exactly 0 scores 0 (whatever its maxima); a NaN in any row of the pair makes P and R NaN (a
+     *   NaN row meets every row of the other side, so it reaches the maxima of both) and F = 0; a NaN
+     *   weight makes its side NaN; infinite elements give infinite (or NaN) similarities that the maxima
+     *   and means carry as IEEE arithmetic does; P + R = 0 with P != 0 gives an infinite F, as in BERTScore.
+     *   Work: the candidate rows are taken 4 at a time (sk_dot4 against each reference row), keeping the
+     *   4 row maxima in registers and a running column maximum per reference row in `col_max`, which holds
+     *   at least the length of the longest reference segment any pair uses (sk_longest_segment) floats of
+     *   scratch. out_p, out_r and out_f (n_pairs floats each) must all be non-NULL. */
+    void (*greedy_match)(const float *cand, const int64_t *cand_offsets, const float *cand_weights,
+                         const float *ref, const int64_t *ref_offsets, const float *ref_weights,
+                         const int64_t *pairs, size_t n_pairs, size_t d, float *col_max, float *out_p,
+                         float *out_r, float *out_f);
 } sk_backend;
 
 /* Backends compiled into this build, best first; each is usable only if the CPU supports it. */
@@ -119,6 +151,16 @@ int sk_select_backend(const char *name);
  * index i at which they are not: offsets[0] != 0 (i = 0), offsets[i] < offsets[i - 1] or offsets[i] > nr
  * (i in 1..nq), or offsets[nq] != nr (i = nq). */
 int64_t sk_check_offsets(const int64_t *offsets, size_t nq, size_t nr);
+
+/* Validates greedy_match's pairs (n_pairs rows of two int64: candidate segment, reference segment) for
+ * n_cand candidate and n_ref reference segments. Returns -1 if every index is in range, otherwise the flat
+ * index (2k for the candidate of pair k, 2k + 1 for its reference) of the first that is negative or not
+ * below n_cand / n_ref. */
+int64_t sk_check_pairs(const int64_t *pairs, size_t n_pairs, size_t n_cand, size_t n_ref);
+
+/* The number of rows of the longest of n segments of valid offsets (0 when n == 0): the scratch size of
+ * greedy_match's col_max. */
+size_t sk_longest_segment(const int64_t *offsets, size_t n);
 
 #ifdef __cplusplus
 }

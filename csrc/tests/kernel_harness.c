@@ -6,7 +6,8 @@
  * of rows (normal, embedding-like, wide magnitudes), zero rows, NaN and infinities at the start, middle and
  * end of a row, extreme magnitudes (the float64 path), clamping, ragged groups with empty ones, dense
  * reductions across the 64-similarity block, precomputed rows with a row stride, empty inputs, d = 0,
- * in-place normalize, misaligned pointers and a seeded fuzz over random shapes.
+ * in-place normalize, misaligned pointers and a seeded fuzz over random shapes; BERTScore greedy matching
+ * (greedy_match) on ragged texts of unit rows with weights, pairs, NaN rows, edge cases and its own fuzz.
  *
  * Every input buffer is surrounded by NaN guards (a kernel that reads past a row's end turns its result
  * into NaN), every output buffer by sentinels (a kernel that writes outside it, or leaves an output
@@ -16,7 +17,7 @@
  * Usage: kernel_harness [--require NAME]... [--only NAME] [--fuzz N] [--seed N]
  *   --require NAME  fail unless backend NAME is compiled in and supported by this CPU (repeatable)
  *   --only NAME     run only backend NAME
- *   --fuzz N        number of random cases per backend (default 600)
+ *   --fuzz N        number of random cases per backend (default 600; greedy_match gets N / 2 more)
  * Exit status: 0 when every check passed, 1 when one failed, 2 on a usage error.
  */
 #include <math.h>
@@ -418,6 +419,182 @@ static void run_rows(const float *sims, size_t n, size_t m, size_t stride, sk_cl
     release(smean);
 }
 
+/* ---- greedy matching (BERTScore) ---- */
+
+/* Texts of token rows: segment i is rows offsets[i] .. offsets[i + 1] - 1; weights NULL means 1 each. */
+typedef struct {
+    const float *rows;
+    const int64_t *offsets;
+    const float *weights;
+    size_t n;
+} texts;
+
+static double max_nan(double m, double s) { return (isnan(m) || isnan(s)) ? NAN : (s > m ? s : m); }
+
+/* float64 reference of one pair: plain dot products, every token in the maxima, weighted means (0 for a
+ * weight sum of 0), 0 for everything when a text is empty, F = 2PR / (P + R) with NaN turned into 0. */
+static void ref_greedy(texts ct, texts rt, size_t c, size_t r, size_t d, double out[3]) {
+    size_t cb = (size_t)ct.offsets[c], ce = (size_t)ct.offsets[c + 1];
+    size_t rb = (size_t)rt.offsets[r], re = (size_t)rt.offsets[r + 1];
+    out[0] = out[1] = out[2] = 0.0;
+    if (cb == ce || rb == re) return;
+    double *col = xmalloc((re - rb) * sizeof(double));
+    for (size_t j = 0; j < re - rb; ++j) col[j] = -INFINITY;
+    double p_sum = 0.0, p_weight = 0.0, r_sum = 0.0, r_weight = 0.0;
+    for (size_t i = cb; i < ce; ++i) {
+        double row = -INFINITY;
+        for (size_t j = rb; j < re; ++j) {
+            double ab, aa, bb;
+            ref_sums(ct.rows + i * d, rt.rows + j * d, d, &ab, &aa, &bb);
+            row = max_nan(row, ab);
+            col[j - rb] = max_nan(col[j - rb], ab);
+        }
+        double w = ct.weights ? (double)ct.weights[i] : 1.0;
+        p_sum += w * row;
+        p_weight += w;
+    }
+    for (size_t j = rb; j < re; ++j) {
+        double w = rt.weights ? (double)rt.weights[j] : 1.0;
+        r_sum += w * col[j - rb];
+        r_weight += w;
+    }
+    free(col);
+    out[0] = p_weight == 0.0 ? 0.0 : p_sum / p_weight;
+    out[1] = r_weight == 0.0 ? 0.0 : r_sum / r_weight;
+    double f = 2.0 * out[0] * out[1] / (out[0] + out[1]);
+    out[2] = isnan(f) ? 0.0 : f;
+}
+
+static void run_greedy(texts ct, texts rt, const int64_t *pairs, size_t n_pairs, size_t d) {
+    H.cases++;
+    if (sk_check_offsets(ct.offsets, ct.n, (size_t)ct.offsets[ct.n]) != -1 ||
+        sk_check_offsets(rt.offsets, rt.n, (size_t)rt.offsets[rt.n]) != -1 ||
+        sk_check_pairs(pairs, n_pairs, ct.n, rt.n) != -1) {
+        fail("the harness built invalid greedy_match arguments");
+        return;
+    }
+    size_t longest = sk_longest_segment(rt.offsets, rt.n);
+    float *p = output(n_pairs), *r = output(n_pairs), *f = output(n_pairs), *sp = output(n_pairs),
+          *sr = output(n_pairs), *sf = output(n_pairs), *col = output(longest), *scol = output(longest),
+          *alone = output(3);
+    H.be->greedy_match(ct.rows, ct.offsets, ct.weights, rt.rows, rt.offsets, rt.weights, pairs, n_pairs, d, col, p,
+                       r, f);
+    H.ser->greedy_match(ct.rows, ct.offsets, ct.weights, rt.rows, rt.offsets, rt.weights, pairs, n_pairs, d, scol,
+                        sp, sr, sf);
+    check_guards(p, n_pairs, SENTINEL, "greedy_match out_p");
+    check_guards(r, n_pairs, SENTINEL, "greedy_match out_r");
+    check_guards(f, n_pairs, SENTINEL, "greedy_match out_f");
+    check_guards(col, longest, SENTINEL, "greedy_match col_max");
+    for (size_t k = 0; k < n_pairs; ++k) {
+        double want[3];
+        ref_greedy(ct, rt, (size_t)pairs[2 * k], (size_t)pairs[2 * k + 1], d, want);
+        check_value("greedy_match P", k, p[k], sp[k], want[0], tolerance(d));
+        check_value("greedy_match R", k, r[k], sr[k], want[1], tolerance(d));
+        if (isnan(f[k])) {
+            fail("greedy_match F[%zu] is NaN; a NaN F must be 0", k);
+        } else if (isnan(want[0]) || isnan(want[1])) {
+            H.values++;
+            if (f[k] != 0.0f) fail("greedy_match F[%zu] = %.9g with a NaN P or R; expected 0", k, f[k]);
+        } else {
+            /* the tolerance carried through F = 2PR / (P + R): |dF| <= 2 (P^2 + R^2) / (P + R)^2 |dP or dR| */
+            double sum = want[0] + want[1], gain = 2.0 * (want[0] * want[0] + want[1] * want[1]) / (sum * sum);
+            gain = isfinite(gain) && gain > 1.0 ? gain : 1.0;
+            check_value("greedy_match F", k, f[k], sf[k], want[2], 2.0 * gain * tolerance(d));
+        }
+        /* the pair alone gives the same bits (a pair never depends on the others) */
+        H.be->greedy_match(ct.rows, ct.offsets, ct.weights, rt.rows, rt.offsets, rt.weights, pairs + 2 * k, 1, d,
+                           col, alone, alone + 1, alone + 2);
+        const float batch[3] = {p[k], r[k], f[k]};
+        check_same("greedy_match pair alone", alone, batch, 3);
+    }
+    check_guards(alone, 3, SENTINEL, "greedy_match single pair");
+    release(p);
+    release(r);
+    release(f);
+    release(sp);
+    release(sr);
+    release(sf);
+    release(col);
+    release(scol);
+    release(alone);
+}
+
+/* n rows of unit L2 norm (normalised in float64), between NaN guards */
+static float *unit_rows(size_t n, size_t d, enum kind kind) {
+    float *x = random_rows(n, d, kind);
+    for (size_t i = 0; i < n; ++i) {
+        double ab, ss, bb;
+        ref_sums(x + i * d, x + i * d, d, &ab, &ss, &bb);
+        double inv = ss > 0.0 ? 1.0 / sqrt(ss) : 0.0;
+        for (size_t k = 0; k < d; ++k) x[i * d + k] = (float)((double)x[i * d + k] * inv);
+    }
+    return x;
+}
+
+static int64_t *offsets_of(const size_t *lengths, size_t n) {
+    int64_t *offsets = xmalloc((n + 1) * sizeof(int64_t));
+    offsets[0] = 0;
+    for (size_t i = 0; i < n; ++i) offsets[i + 1] = offsets[i] + (int64_t)lengths[i];
+    return offsets;
+}
+
+/* idf-like weights in [0.1, 5), 0 for the first and last token of each text ([CLS], [SEP]) */
+static float *idf_weights(const int64_t *offsets, size_t n) {
+    size_t rows = (size_t)offsets[n];
+    float *w = input(rows);
+    for (size_t j = 0; j < rows; ++j) w[j] = (float)(0.1 + 4.9 * rng_unit());
+    for (size_t i = 0; i < n; ++i)
+        if (offsets[i + 1] > offsets[i]) w[offsets[i]] = w[offsets[i + 1] - 1] = 0.0f;
+    return w;
+}
+
+/* n_pairs random pairs with repeats (the last repeats the first), or the identity when n_pairs == 0 */
+static int64_t *greedy_pairs(size_t n_cand, size_t n_ref, size_t *n_pairs) {
+    size_t n = *n_pairs ? *n_pairs : n_cand;
+    int64_t *pairs = xmalloc((2 * n + 2) * sizeof(int64_t));
+    for (size_t k = 0; k < n; ++k) {
+        pairs[2 * k] = (int64_t)(*n_pairs ? rng_below(n_cand) : k);
+        pairs[2 * k + 1] = (int64_t)(*n_pairs ? rng_below(n_ref) : k);
+    }
+    if (*n_pairs > 1) {
+        pairs[2 * (n - 1)] = pairs[0];
+        pairs[2 * (n - 1) + 1] = pairs[1];
+    }
+    *n_pairs = n;
+    return pairs;
+}
+
+/* the texts of the given lengths (unit rows), identity pairs without weights, then random pairs with idf
+ * weights on both sides and on one side only */
+static void greedy_case(const size_t *cand_lengths, size_t n_cand, const size_t *ref_lengths, size_t n_ref,
+                        size_t d, enum kind kind, size_t n_random_pairs) {
+    int64_t *co = offsets_of(cand_lengths, n_cand), *ro = offsets_of(ref_lengths, n_ref);
+    float *cand = unit_rows((size_t)co[n_cand], d, kind), *ref = unit_rows((size_t)ro[n_ref], d, kind);
+    float *cw = idf_weights(co, n_cand), *rw = idf_weights(ro, n_ref);
+    texts ct = {cand, co, NULL, n_cand}, rt = {ref, ro, NULL, n_ref};
+    size_t n_pairs = 0;
+    int64_t *pairs;
+    if (n_cand == n_ref) {
+        pairs = greedy_pairs(n_cand, n_ref, &n_pairs);
+        run_greedy(ct, rt, pairs, n_pairs, d);
+        free(pairs);
+    }
+    n_pairs = n_random_pairs;
+    pairs = greedy_pairs(n_cand, n_ref, &n_pairs);
+    ct.weights = cw;
+    rt.weights = rw;
+    run_greedy(ct, rt, pairs, n_pairs, d);
+    rt.weights = NULL;
+    run_greedy(ct, rt, pairs, n_pairs, d);
+    free(pairs);
+    free(co);
+    free(ro);
+    release(cand);
+    release(ref);
+    release(cw);
+    release(rw);
+}
+
 /* every function on one pair of row sets (a: n rows, b: m rows) */
 static void run_all(const float *a, size_t n, const float *b, size_t m, size_t d, sk_clamp c) {
     run_normalize(a, n, d);
@@ -691,6 +868,165 @@ static void suite_fuzz(long count) {
     }
 }
 
+static void suite_greedy(void) {
+    /* every SIMD tail of the dot products (dims) and of the 4-row candidate blocks (1..13 rows, empty texts) */
+    static const size_t cand_lengths[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 13, 0};
+    static const size_t ref_lengths[] = {13, 9, 1, 4, 0, 5, 2, 3, 8, 7, 6};
+    for (size_t di = 0; di < N_DIMS; ++di) {
+        size_t d = DIMS[di];
+        label("greedy_match d=%zu", d);
+        greedy_case(cand_lengths, 11, ref_lengths, 11, d, di % 2 ? POSITIVE : NORMAL, 25);
+    }
+    /* long texts: 1 to 512 tokens a side */
+    static const size_t long_cand[] = {512, 1, 37, 130}, long_ref[] = {64, 512, 97, 1};
+    const size_t long_dims[] = {384, 768};
+    for (size_t di = 0; di < 2; ++di) {
+        label("greedy_match long texts d=%zu", long_dims[di]);
+        int64_t *co = offsets_of(long_cand, 4), *ro = offsets_of(long_ref, 4);
+        float *cand = unit_rows((size_t)co[4], long_dims[di], POSITIVE),
+              *ref = unit_rows((size_t)ro[4], long_dims[di], POSITIVE);
+        float *cw = idf_weights(co, 4), *rw = idf_weights(ro, 4);
+        const int64_t pairs[] = {0, 0, 1, 1, 2, 2, 3, 3, 2, 1, 0, 3, 3, 2, 1, 0};
+        run_greedy((texts){cand, co, cw, 4}, (texts){ref, ro, rw, 4}, pairs, 8, long_dims[di]);
+        free(co);
+        free(ro);
+        release(cand);
+        release(ref);
+        release(cw);
+        release(rw);
+    }
+}
+
+static void suite_greedy_edges(void) {
+    /* NaN in a candidate row of a 4-row block, in a tail row (weight 0), and in a reference row */
+    static const size_t dims[] = {1, 4, 5, 16, 17, 384};
+    static const size_t cand_lengths[] = {5, 5, 5, 5}, ref_lengths[] = {3, 3, 3, 3};
+    for (size_t di = 0; di < sizeof dims / sizeof dims[0]; ++di) {
+        size_t d = dims[di];
+        label("greedy_match NaN rows d=%zu", d);
+        int64_t *co = offsets_of(cand_lengths, 4), *ro = offsets_of(ref_lengths, 4);
+        float *cand = unit_rows(20, d, NORMAL), *ref = unit_rows(12, d, NORMAL), *cw = idf_weights(co, 4);
+        cand[(5 + 4) * d + d / 2] = NAN;
+        cand[(10 + 1) * d] = NAN;
+        ref[(9 + 2) * d + d - 1] = NAN;
+        const int64_t pairs[] = {0, 0, 1, 0, 2, 1, 0, 3, 1, 3};
+        run_greedy((texts){cand, co, cw, 4}, (texts){ref, ro, NULL, 4}, pairs, 5, d);
+        float p[5], r[5], f[5], col[3];
+        H.be->greedy_match(cand, co, cw, ref, ro, NULL, pairs, 5, d, col, p, r, f);
+        for (size_t k = 1; k < 5; ++k)
+            if (!isnan(p[k]) || !isnan(r[k]) || f[k] != 0.0f)
+                fail("pair %zu meets a NaN row: P %.9g, R %.9g, F %.9g; expected NaN, NaN, 0", k, p[k], r[k], f[k]);
+        H.values += 12;
+        free(co);
+        free(ro);
+        release(cand);
+        release(ref);
+        release(cw);
+    }
+    /* weights summing to 0 on one side, then on the other; a NaN weight */
+    {
+        label("greedy_match zero and NaN weights");
+        static const size_t lengths[] = {5, 6, 2};
+        int64_t *o = offsets_of(lengths, 3);
+        float *cand = unit_rows(13, 17, NORMAL), *ref = unit_rows(13, 17, NORMAL);
+        float *cw = idf_weights(o, 3), *rw = idf_weights(o, 3);
+        for (size_t j = 0; j < 5; ++j) cw[j] = 0.0f;
+        for (size_t j = 5; j < 11; ++j) rw[j] = 0.0f;
+        rw[12] = NAN;
+        const int64_t pairs[] = {0, 0, 1, 1, 2, 2, 1, 0};
+        run_greedy((texts){cand, o, cw, 3}, (texts){ref, o, rw, 3}, pairs, 4, 17);
+        float p[4], r[4], f[4], col[6];
+        H.be->greedy_match(cand, o, cw, ref, o, rw, pairs, 4, 17, col, p, r, f);
+        if (p[0] != 0.0f || f[0] != 0.0f || r[1] != 0.0f || f[1] != 0.0f || p[2] != 0.0f || !isnan(r[2]))
+            fail("weights summing to 0 / a NaN weight: P0 %.9g F0 %.9g R1 %.9g F1 %.9g P2 %.9g R2 %.9g", p[0], f[0],
+                 r[1], f[1], p[2], r[2]);
+        H.values += 6;
+        free(o);
+        release(cand);
+        release(ref);
+        release(cw);
+        release(rw);
+    }
+    /* exact cases: a weight-0 token takes part in the maxima; P = -R gives F = -inf */
+    {
+        label("greedy_match exact cases");
+        const float cand[] = {1.0f, 0.0f}, best[] = {0.6f, 0.8f, 1.0f, 0.0f};
+        const float opposite[] = {0.25f, (float)sqrt(1.0 - 0.0625), -0.75f, (float)sqrt(1.0 - 0.5625)};
+        const float weights[] = {1.0f, 0.0f};
+        const int64_t one[] = {0, 1}, two[] = {0, 2}, pair[] = {0, 0};
+        float p, r, f, col[2];
+        H.be->greedy_match(cand, one, NULL, best, two, weights, pair, 1, 2, col, &p, &r, &f);
+        if (p != 1.0f || r != 0.6f || f != (float)(2.0 * 0.6f / (1.0 + 0.6f)))
+            fail("the weight-0 best match: P %.9g (expected 1), R %.9g (expected 0.6), F %.9g", p, r, f);
+        H.be->greedy_match(cand, one, NULL, opposite, two, NULL, pair, 1, 2, col, &p, &r, &f);
+        if (p != 0.25f || r != -0.25f || f != -INFINITY)
+            fail("P = -R: P %.9g, R %.9g, F %.9g; expected 0.25, -0.25, -inf", p, r, f);
+        H.values += 6;
+    }
+    /* empty inputs: no pairs, no texts, d = 0 */
+    {
+        label("greedy_match empty inputs");
+        float *none = input(0), *rows = unit_rows(3, 8, NORMAL), *zero_d = input(0);
+        const int64_t zero[] = {0}, three[] = {0, 1, 3}, empty_pairs[] = {0, 0};
+        run_greedy((texts){none, zero, NULL, 0}, (texts){none, zero, NULL, 0}, empty_pairs, 0, 8);
+        run_greedy((texts){rows, three, NULL, 2}, (texts){rows, three, NULL, 2}, empty_pairs, 0, 8);
+        const int64_t pairs[] = {0, 1, 1, 0, 1, 1};
+        run_greedy((texts){zero_d, three, NULL, 2}, (texts){zero_d, three, NULL, 2}, pairs, 3, 0);
+        release(none);
+        release(rows);
+        release(zero_d);
+    }
+    /* the argument checks */
+    {
+        label("sk_check_pairs, sk_longest_segment");
+        const int64_t pairs[] = {0, 1, 2, 0, 1, 3, -1, 0, 0, 2};
+        if (sk_check_pairs(pairs, 2, 3, 3) != -1) fail("valid pairs rejected");
+        if (sk_check_pairs(pairs, 3, 3, 3) != 5) fail("pairs[2, 1] = 3 of 3 texts not found at flat index 5");
+        if (sk_check_pairs(pairs, 3, 2, 4) != 2) fail("pairs[1, 0] = 2 of 2 texts not found at flat index 2");
+        if (sk_check_pairs(pairs + 6, 1, 3, 3) != 0) fail("a negative index not found");
+        if (sk_check_pairs(pairs + 8, 1, 3, 3) != -1) fail("pairs (0, 2) of 3 texts rejected");
+        const int64_t offsets[] = {0, 3, 3, 10, 12};
+        if (sk_longest_segment(offsets, 4) != 7 || sk_longest_segment(offsets, 0) != 0)
+            fail("sk_longest_segment: %zu, %zu; expected 7, 0", sk_longest_segment(offsets, 4),
+                 sk_longest_segment(offsets, 0));
+        H.values += 6;
+    }
+}
+
+/* random texts (0..20 tokens, 0..6 texts a side), dims, pairs, weights and misaligned starts */
+static void suite_greedy_fuzz(long count) {
+    for (long t = 0; t < count; ++t) {
+        size_t n_cand = rng_below(7), n_ref = rng_below(7), d = 1 + rng_below(70), shift = rng_below(4);
+        size_t cand_lengths[6], ref_lengths[6];
+        for (size_t i = 0; i < n_cand; ++i) cand_lengths[i] = rng_below(21);
+        for (size_t i = 0; i < n_ref; ++i) ref_lengths[i] = rng_below(21);
+        int64_t *co = offsets_of(cand_lengths, n_cand), *ro = offsets_of(ref_lengths, n_ref);
+        label("greedy_match fuzz %ld: %zu x %zu texts, d=%zu, shift %zu", t, n_cand, n_ref, d, shift);
+        size_t nc_rows = (size_t)co[n_cand], nr_rows = (size_t)ro[n_ref];
+        float *cand = input(nc_rows * d + shift), *ref = input(nr_rows * d + shift);
+        float *cu = unit_rows(nc_rows, d, (enum kind)rng_below(4)), *ru = unit_rows(nr_rows, d, (enum kind)rng_below(4));
+        memcpy(cand + shift, cu, nc_rows * d * sizeof(float));
+        memcpy(ref + shift, ru, nr_rows * d * sizeof(float));
+        float *cw = rng_below(2) ? idf_weights(co, n_cand) : NULL, *rw = rng_below(2) ? idf_weights(ro, n_ref) : NULL;
+        size_t n_pairs = n_cand && n_ref ? 1 + rng_below(10) : 0;
+        int64_t *pairs = xmalloc((2 * n_pairs + 2) * sizeof(int64_t));
+        for (size_t k = 0; k < n_pairs; ++k) {
+            pairs[2 * k] = (int64_t)rng_below(n_cand);
+            pairs[2 * k + 1] = (int64_t)rng_below(n_ref);
+        }
+        run_greedy((texts){cand + shift, co, cw, n_cand}, (texts){ref + shift, ro, rw, n_ref}, pairs, n_pairs, d);
+        free(pairs);
+        free(co);
+        free(ro);
+        release(cand);
+        release(ref);
+        release(cu);
+        release(ru);
+        if (cw) release(cw);
+        if (rw) release(rw);
+    }
+}
+
 static void run_backend(const sk_backend *be, long fuzz) {
     memset(&H, 0, sizeof H);
     H.be = be;
@@ -708,6 +1044,9 @@ static void run_backend(const sk_backend *be, long fuzz) {
     suite_empty();
     suite_large();
     suite_fuzz(fuzz);
+    suite_greedy();
+    suite_greedy_edges();
+    suite_greedy_fuzz(fuzz / 2);
     double secs = (double)(clock() - start) / CLOCKS_PER_SEC;
     printf("%-8s %6ld cases, %8ld values checked, %ld failed  (%.1f s)\n", be->name, H.cases, H.values,
            H.failures, secs);

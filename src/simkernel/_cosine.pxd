@@ -32,6 +32,10 @@ cdef extern from "simkernel.h" nogil:
                                     sk_clamp clamp, float *work, float *out_max, float *out_mean) noexcept nogil
         void (*reduce_rows)(const float *sims, size_t n, size_t m, size_t stride, sk_clamp clamp,
                             float *out_max, float *out_mean) noexcept nogil
+        void (*greedy_match)(const float *cand, const int64_t *cand_offsets, const float *cand_weights,
+                             const float *ref, const int64_t *ref_offsets, const float *ref_weights,
+                             const int64_t *pairs, size_t n_pairs, size_t d, float *col_max, float *out_p,
+                             float *out_r, float *out_f) noexcept nogil
 
     void sk_init()
     sk_cpu_features sk_cpu()
@@ -41,6 +45,8 @@ cdef extern from "simkernel.h" nogil:
     int sk_backend_supported(const char *name)
     int sk_select_backend(const char *name)
     int64_t sk_check_offsets(const int64_t *offsets, size_t nq, size_t nr)
+    int64_t sk_check_pairs(const int64_t *pairs, size_t n_pairs, size_t n_cand, size_t n_ref)
+    size_t sk_longest_segment(const int64_t *offsets, size_t n)
 
 
 cdef extern from "parallel.h" nogil:

@@ -345,6 +345,168 @@ def cosine_reduce(queries, refs, offsets=None, reduce="max", clamp=None):
     return tuple([out_max if name == "max" else out_mean for name in names])
 
 
+# ---- greedy matching (BERTScore) ----
+
+# Greedy matching is compute-bound (n_c * n_r * d multiply-adds per pair): a call is split over threads
+# only when each part gets at least this many multiply-adds (about a tenth of a millisecond of one core).
+cdef double _parallel_min_madds = <double>(1 << 21)
+
+
+ctypedef struct _GreedyJob:
+    const sk_backend *be
+    const float *cand
+    const int64_t *cand_offsets
+    const float *cand_weights
+    const float *ref
+    const int64_t *ref_offsets
+    const float *ref_weights
+    const int64_t *pairs
+    size_t d
+    size_t bounds[SK_MAX_THREADS + 1]  # part i scores the pairs bounds[i] .. bounds[i + 1] - 1
+    size_t parts
+    float *col_max                     # parts x col_max_floats: each part's running column maxima
+    size_t col_max_floats
+    float *out_p
+    float *out_r
+    float *out_f
+
+
+cdef void _greedy_part(void *ctx, size_t begin, size_t end) noexcept nogil:
+    cdef _GreedyJob *j = <_GreedyJob *>ctx
+    cdef size_t part = 0
+    if begin >= end:
+        return
+    while part + 1 < j.parts and not (j.bounds[part] == begin and j.bounds[part + 1] == end):
+        part += 1
+    j.be.greedy_match(j.cand, j.cand_offsets, j.cand_weights, j.ref, j.ref_offsets, j.ref_weights,
+                      j.pairs + 2 * begin, end - begin, j.d, j.col_max + part * j.col_max_floats,
+                      j.out_p + begin, j.out_r + begin, j.out_f + begin)
+
+
+cdef inline double _pair_work(const _GreedyJob *j, size_t k) noexcept nogil:
+    """Multiply-adds of pair k, n_c * n_r * d, plus n_c + n_r + 1 rows of d for its own overhead."""
+    cdef int64_t c = j.pairs[2 * k], r = j.pairs[2 * k + 1]
+    cdef double nc = <double>(j.cand_offsets[c + 1] - j.cand_offsets[c])
+    cdef double nr = <double>(j.ref_offsets[r + 1] - j.ref_offsets[r])
+    return (nc * nr + nc + nr + 1.0) * <double>(j.d + 1)
+
+
+cdef void _run_greedy(_GreedyJob *job, size_t n_pairs, double total) noexcept nogil:
+    """Scores the pairs in parts of about equal work (not equal counts), on several threads when large.
+    job.parts holds the most parts job.col_max has room for; it is lowered to the parts used."""
+    cdef size_t parts = <size_t>(total / _parallel_min_madds)
+    cdef size_t i, k = 0
+    cdef double done = 0.0, target
+    if parts > job.parts:
+        parts = job.parts
+    if parts > n_pairs:
+        parts = n_pairs
+    if parts <= 1:
+        job.parts = 1
+        job.bounds[0] = 0
+        job.bounds[1] = n_pairs
+        _greedy_part(job, 0, n_pairs)
+        return
+    job.parts = parts
+    job.bounds[0] = 0
+    for i in range(1, parts):
+        target = total * i / parts
+        while k < n_pairs and done + 0.5 * _pair_work(job, k) < target:
+            done += _pair_work(job, k)
+            k += 1
+        job.bounds[i] = k
+    job.bounds[parts] = n_pairs
+    sk_parallel_ranges(job.bounds, parts, _greedy_part, job)
+
+
+cdef inline cnp.ndarray _segment_offsets(object offsets, str name, str rows_name, size_t n_rows):
+    cdef cnp.ndarray O
+    if (cnp.PyArray_CheckExact(offsets) and cnp.PyArray_TYPE(<cnp.ndarray>offsets) == cnp.NPY_INT64
+            and cnp.PyArray_NDIM(<cnp.ndarray>offsets) == 1 and cnp.PyArray_ISCARRAY_RO(<cnp.ndarray>offsets)
+            and cnp.PyArray_DIMS(<cnp.ndarray>offsets)[0] >= 1):
+        O = <cnp.ndarray>offsets
+    else:
+        O = _validation.as_segment_offsets(offsets, name, rows_name)
+    cdef int64_t bad = sk_check_offsets(<const int64_t *>cnp.PyArray_DATA(O),
+                                        <size_t>cnp.PyArray_DIMS(O)[0] - 1, n_rows)
+    if bad >= 0:
+        raise _validation.segment_offsets_error(O, bad, n_rows, name, rows_name)
+    return O
+
+
+cdef inline cnp.ndarray _weights(object weights, str name, size_t n_rows, str rows_name):
+    if _is_fast(weights, 1) and <size_t>cnp.PyArray_DIMS(<cnp.ndarray>weights)[0] == n_rows:
+        return <cnp.ndarray>weights
+    return _validation.as_weights(weights, name, n_rows, rows_name)
+
+
+def greedy_match(cand, cand_offsets, ref, ref_offsets, pairs=None, cand_weights=None, ref_weights=None):
+    cdef cnp.ndarray C = _matrix(cand, "cand")
+    cdef cnp.ndarray R = _matrix(ref, "ref")
+    cdef cnp.npy_intp *dc = cnp.PyArray_DIMS(C)
+    cdef cnp.npy_intp *dr = cnp.PyArray_DIMS(R)
+    if dc[1] != dr[1]:
+        _validation.check_same_dim(C, R, "cand", "ref")
+    cdef cnp.ndarray CO = _segment_offsets(cand_offsets, "cand_offsets", "cand", <size_t>dc[0])
+    cdef cnp.ndarray RO = _segment_offsets(ref_offsets, "ref_offsets", "ref", <size_t>dr[0])
+    cdef size_t n_cand = <size_t>cnp.PyArray_DIMS(CO)[0] - 1, n_ref = <size_t>cnp.PyArray_DIMS(RO)[0] - 1
+
+    cdef cnp.ndarray P
+    if pairs is None:
+        if n_cand != n_ref:
+            _validation.check_pairs_none(n_cand, n_ref)
+        P = np.repeat(np.arange(n_cand, dtype=np.int64), 2).reshape(n_cand, 2)
+    elif (cnp.PyArray_CheckExact(pairs) and cnp.PyArray_TYPE(<cnp.ndarray>pairs) == cnp.NPY_INT64
+            and cnp.PyArray_NDIM(<cnp.ndarray>pairs) == 2 and cnp.PyArray_ISCARRAY_RO(<cnp.ndarray>pairs)
+            and cnp.PyArray_DIMS(<cnp.ndarray>pairs)[1] == 2):
+        P = <cnp.ndarray>pairs
+    else:
+        P = _validation.as_pairs(pairs)
+    cdef size_t n_pairs = <size_t>cnp.PyArray_DIMS(P)[0]
+    cdef int64_t bad = sk_check_pairs(<const int64_t *>cnp.PyArray_DATA(P), n_pairs, n_cand, n_ref)
+    if bad >= 0:
+        raise _validation.pairs_error(P, bad, n_cand, n_ref)
+    cdef cnp.ndarray CW = None if cand_weights is None else _weights(cand_weights, "cand_weights", <size_t>dc[0], "cand")
+    cdef cnp.ndarray RW = None if ref_weights is None else _weights(ref_weights, "ref_weights", <size_t>dr[0], "ref")
+
+    cdef cnp.ndarray out_p = _empty1(<cnp.npy_intp>n_pairs)
+    cdef cnp.ndarray out_r = _empty1(<cnp.npy_intp>n_pairs)
+    cdef cnp.ndarray out_f = _empty1(<cnp.npy_intp>n_pairs)
+    cdef size_t longest = sk_longest_segment(<const int64_t *>cnp.PyArray_DATA(RO), n_ref)
+    cdef size_t max_parts = _num_threads if _num_threads < n_pairs else n_pairs
+    if max_parts > SK_MAX_THREADS:
+        max_parts = SK_MAX_THREADS
+    if max_parts < 1:
+        max_parts = 1
+    cdef cnp.ndarray col_max = _empty1(<cnp.npy_intp>(max_parts * (longest if longest > 0 else 1)))
+    cdef _GreedyJob job
+    job.be = sk_active()
+    job.cand = _data(C)
+    job.cand_offsets = <const int64_t *>cnp.PyArray_DATA(CO)
+    job.cand_weights = _data(CW) if CW is not None else NULL
+    job.ref = _data(R)
+    job.ref_offsets = <const int64_t *>cnp.PyArray_DATA(RO)
+    job.ref_weights = _data(RW) if RW is not None else NULL
+    job.pairs = <const int64_t *>cnp.PyArray_DATA(P)
+    job.d = <size_t>dc[1]
+    job.parts = max_parts
+    job.col_max = _out(col_max)
+    job.col_max_floats = longest
+    job.out_p = _out(out_p)
+    job.out_r = _out(out_r)
+    job.out_f = _out(out_f)
+    cdef double total = 0.0
+    cdef size_t k
+    for k in range(n_pairs):
+        total += _pair_work(&job, k)
+    if total < <double>GIL_FREE_FLOATS:
+        _run_greedy(&job, n_pairs, total)
+    else:
+        with nogil:
+            _run_greedy(&job, n_pairs, total)
+    return out_p, out_r, out_f
+
+
 # ---- backend and route control (used by simkernel.kernels) ----
 
 def backend_names():

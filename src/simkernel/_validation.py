@@ -124,3 +124,116 @@ def parse_clamp(clamp: Any) -> tuple[bool, float, float]:
     if math.isnan(lo) or math.isnan(hi) or lo > hi:
         raise ValueError(f"clamp must satisfy lo <= hi (and neither is NaN); got {clamp!r}")
     return True, lo, hi
+
+
+# ---- greedy_match (BERTScore greedy matching) ----
+
+_SIDES = {"cand": "candidate", "ref": "reference"}
+
+
+def as_segment_offsets(offsets: Any, name: str, rows_name: str) -> np.ndarray:
+    """``offsets`` as a C-contiguous int64 vector of at least one value: segment i of ``rows_name`` is rows
+    ``offsets[i]:offsets[i + 1]`` (values checked natively, then by :func:`segment_offsets_error`)."""
+    side = _SIDES[rows_name]
+    if offsets is None:
+        raise TypeError(
+            f"{name} must be a 1-D int64 array of segment boundaries into {rows_name} (one more than the number of {side} texts, starting at 0 and ending at len({rows_name})), got None"
+        )
+    try:
+        arr = np.asarray(offsets)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(
+            f"{name} must be a 1-D int64 array of segment boundaries into {rows_name}; could not read it as an array: {exc}"
+        ) from exc
+    if arr.dtype.kind not in "iu":
+        raise TypeError(
+            f"{name} has dtype {arr.dtype}; expected int64 (segment boundaries into {rows_name}). Convert it with np.asarray({name}, dtype=np.int64)."
+        )
+    if arr.ndim != 1 or arr.shape[0] < 1:
+        raise ValueError(
+            f"{name} must be 1-D with one more value than there are {side} texts (at least [0] for none); got shape {arr.shape}"
+        )
+    if arr.dtype.kind == "u" and int(arr.max()) > np.iinfo(np.int64).max:
+        raise ValueError(f"{name} value {int(arr.max())} does not fit in int64")
+    return np.ascontiguousarray(arr, dtype=np.int64)
+
+
+def segment_offsets_error(
+    offsets: np.ndarray, index: int, n_rows: int, name: str, rows_name: str
+) -> ValueError:
+    """The ValueError for segment offsets that ``sk_check_offsets`` rejected at ``index``."""
+    n = offsets.shape[0] - 1
+    value = int(offsets[index])
+    if index == 0 and value != 0:
+        why = f"{name}[0] is {value}; expected 0"
+    elif value > n_rows:
+        why = f"{name}[{index}] is {value}, beyond len({rows_name}) = {n_rows}"
+    elif index > 0 and value < int(offsets[index - 1]):
+        previous = int(offsets[index - 1])
+        why = f"{name}[{index}] is {value}, less than {name}[{index - 1}] = {previous} (must not decrease)"
+    else:
+        why = f"{name}[{n}] (the last) is {value}; expected len({rows_name}) = {n_rows}"
+    return ValueError(
+        f"invalid {name}: {why}. {_SIDES[rows_name].capitalize()} text i is the rows {rows_name}[{name}[i]:{name}[i + 1]], so {name} must start at 0, never decrease and end at len({rows_name})."
+    )
+
+
+def as_pairs(pairs: Any) -> np.ndarray:
+    """``pairs`` as a C-contiguous int64 ``(n_pairs, 2)`` array (indices checked natively)."""
+    try:
+        arr = np.asarray(pairs)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(
+            f"pairs must be None or an int64 array of shape (n_pairs, 2) holding (candidate text, reference text) indices; could not read it as an array: {exc}"
+        ) from exc
+    if arr.size == 0 and arr.ndim == 1:
+        arr = arr.reshape(0, 2).astype(np.int64)
+    if arr.dtype.kind not in "iu":
+        raise TypeError(
+            f"pairs has dtype {arr.dtype}; expected int64 (candidate text, reference text) indices. Convert it with np.asarray(pairs, dtype=np.int64)."
+        )
+    if arr.ndim != 2 or arr.shape[1] != 2:
+        raise ValueError(
+            f"pairs must have shape (n_pairs, 2), one row (candidate text index, reference text index) per pair; got shape {arr.shape}"
+        )
+    if arr.dtype.kind == "u" and arr.size and int(arr.max()) > np.iinfo(np.int64).max:
+        raise ValueError(f"pairs value {int(arr.max())} does not fit in int64")
+    return np.ascontiguousarray(arr, dtype=np.int64)
+
+
+def pairs_error(pairs: np.ndarray, flat_index: int, n_cand: int, n_ref: int) -> ValueError:
+    """The ValueError for the pair index ``sk_check_pairs`` rejected (flat index 2k or 2k + 1)."""
+    k, column = divmod(flat_index, 2)
+    value = int(pairs[k, column])
+    side, count, offsets = (
+        ("candidate", n_cand, "cand_offsets") if column == 0 else ("reference", n_ref, "ref_offsets")
+    )
+    return ValueError(
+        f"pairs[{k}, {column}] is {value}, not a {side} text index: {offsets} defines {count} {side} texts, so it must be in 0..{count - 1} (negative indices are not accepted)"
+    )
+
+
+def check_pairs_none(n_cand: int, n_ref: int) -> None:
+    if n_cand != n_ref:
+        raise ValueError(
+            f"pairs=None scores candidate text i against reference text i, so cand_offsets and ref_offsets must define as many texts; got {n_cand} candidate and {n_ref} reference texts. Pass pairs (an (n_pairs, 2) int64 array of (candidate, reference) indices) to choose the pairs."
+        )
+
+
+def as_weights(weights: Any, name: str, n_rows: int, rows_name: str) -> np.ndarray:
+    """``weights`` as a C-contiguous float32 vector of one weight per row of ``rows_name``."""
+    try:
+        arr = np.asarray(weights)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(
+            f"{name} must be None or a 1-D float32 array with one weight per row of {rows_name}; could not read it as an array: {exc}"
+        ) from exc
+    if arr.dtype.kind != "f" or arr.dtype.itemsize not in (4, 8):  # float32/float64 of either byte order
+        raise TypeError(
+            f"{name} has dtype {arr.dtype}; expected float32 (float64 is converted). Convert it with np.asarray({name}, dtype=np.float32)."
+        )
+    if arr.ndim != 1 or arr.shape[0] != n_rows:
+        raise ValueError(
+            f"{name} must be 1-D with one weight per row of {rows_name}, length len({rows_name}) = {n_rows}; got shape {arr.shape}"
+        )
+    return np.ascontiguousarray(arr, dtype=_FLOAT32)

@@ -1,4 +1,5 @@
-"""The native cosine kernel: normalisation, cosine matrices, paired cosines and fused reductions.
+"""The native cosine kernel: normalisation, cosine matrices, paired cosines, fused reductions and
+BERTScore's greedy matching (:func:`greedy_match`).
 
 Every function takes float32 ``(rows, dim)`` arrays and returns float32. float64 input is converted; any
 other dtype raises ``TypeError``. Read-only, strided and Fortran-ordered arrays are accepted (copied to C
@@ -22,6 +23,10 @@ AArch64. The best one this CPU supports is chosen at import; ``SIMKERNEL_BACKEND
 environment, :func:`set_backend` or the :func:`use_backend` context manager force one (process-wide).
 Large memory-bound calls are split over up to :func:`get_num_threads` threads (``SIMKERNEL_NUM_THREADS``).
 
+Greedy matching: :func:`greedy_match` scores (candidate, reference) pairs of ragged token sequences the way
+BERTScore's ``greedy_cos_idf`` does (best match of each token, idf-weighted means, F1), pair by pair without
+padding and without materialising a similarity matrix; pairs are split over threads by their work.
+
 Large products: :func:`cosine_matrix` and :func:`cosine_reduce` without ``offsets`` hand the matrix product
 to BLAS (``numpy.matmul`` on rows normalised natively) once ``min(n, m) >= 16`` and ``n * m * dim >= 1.5e5``
 (the crossover measured by ``benchmarks/studies/route_crossover.py``); the reductions stay native and run
@@ -35,7 +40,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from simkernel import _cosine
-from simkernel._cosine import cosine_matrix, cosine_reduce, normalize, paired_cosine
+from simkernel._cosine import cosine_matrix, cosine_reduce, greedy_match, normalize, paired_cosine
 from simkernel.cpu_budget import available_cpus
 
 __all__ = [
@@ -43,6 +48,7 @@ __all__ = [
     "cosine_matrix",
     "paired_cosine",
     "cosine_reduce",
+    "greedy_match",
     "capabilities",
     "available_backends",
     "set_backend",
@@ -88,6 +94,38 @@ similarity matrix:
 
 The mean is the sum over the group (float64, or float32 lanes then float64 on the BLAS route) divided by
 the group size. NaN in a query or a reference of a group makes that group's max and mean NaN.
+"""
+
+greedy_match.__doc__ = """greedy_match(cand, cand_offsets, ref, ref_offsets, pairs=None, cand_weights=None, ref_weights=None)
+-> (P, R, F), three (n_pairs,) float32 arrays
+
+BERTScore's greedy matching (``bert_score.utils.greedy_cos_idf``) of token embeddings, per pair of texts:
+
+- ``cand`` (rows, d) and ``ref`` (rows, d): the token vectors of all candidate texts, concatenated, and of
+  all reference texts. Similarities are plain dot products of these rows: pass L2-normalised rows (as
+  BERTScore does), and they are cosines.
+- ``cand_offsets`` / ``ref_offsets``: int64, one more value than there are texts, starting at 0,
+  non-decreasing, ending at the number of rows: text ``i`` is the rows ``offsets[i]:offsets[i + 1]``.
+- ``pairs``: ``None`` pairs candidate text ``i`` with reference text ``i`` (the text counts must match),
+  or an int64 (n_pairs, 2) array of (candidate text, reference text) indices; an index may repeat, so
+  deduplicated texts and several references per candidate are scored without copying any row.
+- ``cand_weights`` / ``ref_weights``: ``None`` (every weight 1) or one float32 weight per row (idf, 0 for
+  [CLS] and [SEP]).
+
+With ``s[i, j]`` the similarity of the pair's candidate token ``i`` and reference token ``j``:
+``P = sum_i w_c[i] * max_j s[i, j] / sum_i w_c[i]``, ``R = sum_j w_r[j] * max_i s[i, j] / sum_j w_r[j]`` and
+``F = 2 P R / (P + R)``. Every token takes part in the maxima, those of weight 0 too; weights only weight
+the means. Units: P, R and F are in the units of the similarities (cosines for unit rows, in [-1, 1]).
+
+Numerics: dot products accumulate as in the module numerics (float32 lanes, float64 on ``serial``, error
+about ``1e-7 * sqrt(d)``; no norm and no float64 rescue of extreme rows); maxima are exact over the
+float32 similarities; weight sums and weighted sums are float64, rounded once to float32; ``F`` is computed
+in float64 from the float32 ``P`` and ``R``. Edge cases: a pair with a text of 0 tokens on either side gives
+P = R = F = 0; a side whose weights sum to exactly 0 scores 0; NaN in a token row makes both P and R NaN (it
+meets every token of the other side) and a NaN weight makes its side NaN; a NaN F is 0 (as BERTScore's
+``F.masked_fill(torch.isnan(F), 0.)``); P + R = 0 with P != 0 gives an infinite F, as in BERTScore. A pair's result
+never depends on the other pairs of the call (no padding). Large calls are split over
+:func:`get_num_threads` threads in parts of about equal ``n_c * n_r * d`` work; results do not depend on it.
 """
 
 
@@ -139,8 +177,9 @@ def use_backend(name: str | None = None, *, blas: bool | None = None) -> Iterato
 
 def get_num_threads() -> int:
     """Most threads one large memory-bound call (``paired_cosine``, ragged ``cosine_reduce``, ``normalize``)
-    may use. A call is split only when each part reads at least 2**18 floats (1 MiB), so calls smaller
-    than that always run on the calling thread. Default: the CPUs this process may use (affinity mask
+    or large ``greedy_match`` may use. A call is split only when each part reads at least 2**18 floats
+    (1 MiB), or for ``greedy_match`` computes at least 2**21 multiply-adds, so calls smaller than that
+    always run on the calling thread. Default: the CPUs this process may use (affinity mask
     and cgroup quota, :func:`simkernel.cpu_budget.available_cpus`), at most 8."""
     return _cosine.num_threads()
 

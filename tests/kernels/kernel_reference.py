@@ -88,3 +88,77 @@ def random_rows(rng: np.random.Generator, n: int, dim: int, kind: str = "normal"
     else:
         raise ValueError(kind)
     return x.astype(np.float32)
+
+
+def unit_rows(rng: np.random.Generator, n: int, dim: int, kind: str = "normal") -> np.ndarray:
+    """float32 rows of unit L2 norm (normalised in float64): token vectors as BERTScore compares them."""
+    x = random_rows(rng, n, dim, kind).astype(np.float64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return (x / np.linalg.norm(x, axis=1, keepdims=True)).astype(np.float32)
+
+
+def greedy_match(
+    cand: np.ndarray,
+    cand_offsets: np.ndarray,
+    ref: np.ndarray,
+    ref_offsets: np.ndarray,
+    pairs: np.ndarray | None = None,
+    cand_weights: np.ndarray | None = None,
+    ref_weights: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """BERTScore's greedy matching in float64, one pair at a time: (P, R, F) as float64 arrays.
+
+    Similarities are the plain dot products of the float32 rows (computed in float64). Every token takes
+    part in the maxima; weights (1 when None) weight the means; an empty text on either side gives 0 for
+    all three, a weight sum of 0 gives 0 for that side, NaN stays NaN through the maxima and the means,
+    and a NaN F becomes 0.
+    """
+    if pairs is None:
+        pairs = np.stack([np.arange(len(cand_offsets) - 1)] * 2, axis=1)
+    c64, r64 = np.asarray(cand, np.float64), np.asarray(ref, np.float64)
+    wc = np.ones(len(cand)) if cand_weights is None else np.asarray(cand_weights, np.float64)
+    wr = np.ones(len(ref)) if ref_weights is None else np.asarray(ref_weights, np.float64)
+    scores = np.zeros((len(pairs), 3))
+    for k, (c, r) in enumerate(np.asarray(pairs)):
+        cs, rs = slice(cand_offsets[c], cand_offsets[c + 1]), slice(ref_offsets[r], ref_offsets[r + 1])
+        if cs.stop == cs.start or rs.stop == rs.start:
+            continue
+        with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+            sims = c64[cs] @ r64[rs].T
+            best_of_cand, best_of_ref = sims.max(axis=1), sims.max(axis=0)
+            p = 0.0 if wc[cs].sum() == 0 else float((wc[cs] * best_of_cand).sum() / wc[cs].sum())
+            r_ = 0.0 if wr[rs].sum() == 0 else float((wr[rs] * best_of_ref).sum() / wr[rs].sum())
+            f = (
+                2 * p * r_ / (p + r_)
+                if p + r_ != 0
+                else (np.nan if p * r_ == 0 else np.copysign(np.inf, p * r_))
+            )
+        scores[k] = p, r_, 0.0 if np.isnan(f) else f
+    return scores[:, 0], scores[:, 1], scores[:, 2]
+
+
+def assert_greedy_close(actual: tuple, expected: tuple, dim: int) -> None:
+    """P and R within tolerance(dim) of the float64 reference (NaN exactly where expected); F never NaN,
+    exactly 0 where P or R is NaN, exactly the reference where that is infinite, otherwise within the
+    tolerance carried through F = 2PR / (P + R): |dF| <= 2 (P^2 + R^2) / (P + R)^2 * tolerance(dim)."""
+    p, r, f = actual
+    ep, er, ef = expected
+    assert_close(p, ep, dim)
+    assert_close(r, er, dim)
+    f = np.asarray(f)
+    assert f.dtype == np.float32 and f.shape == ef.shape, (f.dtype, f.shape, ef.shape)
+    assert not np.isnan(f).any(), f"F is never NaN: {f}"
+    nan_side = np.isnan(ep) | np.isnan(er)
+    np.testing.assert_array_equal(f[nan_side], 0.0)
+    infinite = ~nan_side & np.isinf(ef)
+    np.testing.assert_array_equal(f[infinite], ef[infinite])
+    rest = ~nan_side & ~infinite
+    p64, r64 = ep[rest], er[rest]
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        gain = 2 * (p64**2 + r64**2) / (p64 + r64) ** 2
+    gain = np.where(np.isfinite(gain), np.maximum(gain, 1.0), np.inf)
+    error = np.abs(f[rest].astype(np.float64) - ef[rest])
+    bad = ~(error <= 2 * tolerance(dim) * gain)
+    assert not bad.any(), (
+        f"F off the reference: got {f[rest][bad]}, expected {ef[rest][bad]} (P {p64[bad]}, R {r64[bad]})"
+    )

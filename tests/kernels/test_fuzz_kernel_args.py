@@ -1,4 +1,4 @@
-"""Fuzzing the kernel's public functions with arbitrary arguments (hypothesis, 2,500 cases per run).
+"""Fuzzing the kernel's public functions with arbitrary arguments (hypothesis, 3,000 cases per run).
 
 Arguments are arrays of any dtype (float16/32/64 of either byte order, ints, bools, complex, strings,
 objects), any number of dimensions including empty ones, NaN and infinities, and non-arrays (None,
@@ -182,3 +182,145 @@ def test_cosine_reduce(queries, refs, offsets, reduce, clamp, fit):
         else:
             expected = ref.ragged(q, r, np.asarray(offsets), name, clamp)
         ref.assert_close(got, expected, q.shape[1])
+
+
+SEGMENTS = st.one_of(
+    st.lists(st.integers(-2, 12), max_size=6).map(lambda v: np.asarray(v, dtype=np.int64)),
+    st.lists(st.integers(0, 12), max_size=5).map(sorted).map(lambda v: np.asarray([0, *v], dtype=np.int64)),
+    st.sampled_from([None, "ab", 1.5, [[0, 1]], np.zeros(2, np.float32), np.zeros(0, np.int64)]),
+)
+PAIRS = st.one_of(
+    st.none(),
+    st.lists(st.tuples(st.integers(-1, 5), st.integers(-1, 5)), max_size=6).map(
+        lambda v: np.asarray(v, dtype=np.int64).reshape(-1, 2)
+    ),
+    st.sampled_from([[[0, 1, 2]], np.zeros((1, 2), np.float64), "ab", [0, 1], np.zeros((2, 2), np.int32)]),
+)
+WEIGHTS = st.one_of(
+    st.none(),
+    st.just("fit"),
+    st.just("fit"),
+    hnp.arrays(np.float32, st.integers(0, 6), elements=st.floats(0, 10, width=32)),
+    st.sampled_from(["w", np.ones(3, np.int64), np.ones((2, 2), np.float32), [1.0, "x"]]),
+)
+
+
+def segments_valid(offsets, n_rows: int) -> bool:
+    o = np.asarray(offsets) if offsets is not None else np.zeros((0, 0))
+    return (
+        o.dtype.kind in "iu"
+        and o.ndim == 1
+        and o.shape[0] >= 1
+        and o[0] == 0
+        and o[-1] == n_rows
+        and bool(np.all(np.diff(o) >= 0))
+    )
+
+
+def fit_segments(offsets, n_rows: int) -> np.ndarray:
+    """Valid offsets for n_rows rows, cut where the drawn values say (or one segment of every row)."""
+    if not (isinstance(offsets, np.ndarray) and offsets.ndim == 1 and offsets.dtype.kind == "i"):
+        return np.array([0, n_rows], np.int64)
+    cuts = np.sort(offsets.clip(0, n_rows))
+    return np.concatenate([[0], cuts[1:], [n_rows]]).astype(np.int64)
+
+
+def fit_pairs(pairs, n_cand: int, n_ref: int):
+    """Drawn int64 pairs wrapped into range (None stays None when the counts allow it)."""
+    if pairs is None and n_cand == n_ref:
+        return None
+    if not (isinstance(pairs, np.ndarray) and pairs.ndim == 2 and pairs.dtype.kind == "i") or not (
+        n_cand and n_ref
+    ):
+        return np.zeros((0, 2), np.int64)
+    return np.stack([pairs[:, 0] % n_cand, pairs[:, 1] % n_ref], axis=1)
+
+
+@fuzz(500)
+@given(
+    cand=st.one_of(float_arrays(), float_arrays(), float_arrays(), ANY_MATRIX),
+    ref_rows=st.one_of(float_arrays(), float_arrays(), float_arrays(), ANY_MATRIX),
+    cand_offsets=SEGMENTS,
+    ref_offsets=SEGMENTS,
+    pairs=PAIRS,
+    cand_weights=WEIGHTS,
+    ref_weights=WEIGHTS,
+    fit=st.integers(0, 3).map(bool),  # 3 times in 4: the drawn values brought into range
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_greedy_match(cand, ref_rows, cand_offsets, ref_offsets, pairs, cand_weights, ref_weights, fit, seed):
+    rng = np.random.default_rng(seed)
+    if fit:  # mostly valid arguments: the drawn values, brought into range
+        dim = cand.shape[1] if is_float_matrix(cand) else int(rng.integers(1, 40))
+        if not is_float_matrix(cand):
+            cand = rng.standard_normal((int(rng.integers(0, 6)), dim)).astype(np.float32)
+        if not is_float_matrix(ref_rows):
+            ref_rows = rng.standard_normal((int(rng.integers(0, 6)), dim)).astype(np.float32)
+        ref_rows = np.resize(ref_rows, (ref_rows.shape[0], dim)).astype(ref_rows.dtype)
+        cand_offsets, ref_offsets = (
+            fit_segments(cand_offsets, len(cand)),
+            fit_segments(ref_offsets, len(ref_rows)),
+        )
+        # the drawn pairs and weights as they are in some cases: their errors, past valid matrices and offsets
+        if seed % 4:
+            pairs = fit_pairs(pairs, len(cand_offsets) - 1, len(ref_offsets) - 1)
+        if seed % 3:
+            cand_weights = "fit" if cand_weights is not None else None
+            ref_weights = "fit" if ref_weights is not None and seed % 5 else ref_weights
+    matrices = is_float_matrix(cand) and is_float_matrix(ref_rows)
+    matrices = matrices and cand.shape[1] == ref_rows.shape[1]
+    weights = {"cand_weights": cand_weights, "ref_weights": ref_weights}
+    for name, rows in (("cand_weights", cand), ("ref_weights", ref_rows)):
+        if isinstance(weights[name], str) and weights[name] == "fit":
+            n = len(rows) if is_float_matrix(rows) else 3
+            weights[name] = np.where(rng.random(n) < 0.3, 0.0, rng.uniform(0, 5, n)).astype(np.float32)
+
+    def call():
+        return kernels.greedy_match(cand, cand_offsets, ref_rows, ref_offsets, pairs, **weights)
+
+    # the arguments at fault, in the order the kernel checks them (the first one raises)
+    faults = []
+    if not matrices:
+        event("matrix fault")
+        return expect_error(call, "cand", "ref")
+    for name, offsets, rows in (("cand_offsets", cand_offsets, cand), ("ref_offsets", ref_offsets, ref_rows)):
+        if not segments_valid(offsets, len(rows)):
+            faults.append(name)
+    if faults:
+        event("offsets fault")
+        return expect_error(call, *faults)
+    n_cand, n_ref = len(cand_offsets) - 1, len(ref_offsets) - 1
+    p = np.asarray(pairs) if pairs is not None and not isinstance(pairs, str) else None
+    pairs_ok = (
+        n_cand == n_ref
+        if pairs is None
+        else p is not None
+        and p.dtype.kind in "iu"
+        and p.ndim == 2
+        and p.shape[1] == 2
+        and bool(np.all((p[:, 0] >= 0) & (p[:, 0] < n_cand) & (p[:, 1] >= 0) & (p[:, 1] < n_ref)))
+    )
+    if not pairs_ok:
+        event("pairs fault")
+        return expect_error(call, "pairs")
+    for name, rows in (("cand_weights", cand), ("ref_weights", ref_rows)):
+        w = weights[name]
+        if w is not None and not (
+            isinstance(w, np.ndarray) and w.dtype.kind == "f" and w.shape == (len(rows),)
+        ):
+            faults.append(name)
+    if faults:
+        event("weights fault")
+        return expect_error(call, *faults)
+    event("computed")
+    p_, r_, f_ = call()  # raw rows (any magnitude, NaN, inf): float32 results, F never NaN
+    for out in (p_, r_, f_):
+        assert out.dtype == np.float32 and out.shape == (len(p) if p is not None else n_cand,)
+    assert not np.isnan(f_).any()
+    # on L2-normalised rows (the contract), the float64 reference
+    unit_cand, unit_ref = kernels.normalize(cand), kernels.normalize(ref_rows)
+    got = kernels.greedy_match(unit_cand, cand_offsets, unit_ref, ref_offsets, pairs, **weights)
+    expected = ref.greedy_match(
+        unit_cand, np.asarray(cand_offsets), unit_ref, np.asarray(ref_offsets), p, **weights
+    )
+    ref.assert_greedy_close(got, expected, cand.shape[1])

@@ -20,17 +20,28 @@ def _long_calls(rng):
     b = random_rows(rng, 1000, 384)
     big = random_rows(rng, 200_000, 384)
     offsets = np.linspace(0, len(big), 1001).astype(np.int64)
+    tokens = random_rows(rng, 4000, 384)
+    texts = np.arange(0, 4001, 100, dtype=np.int64)  # 40 texts of 100 tokens a side
     return {
         "normalize": lambda: kernels.normalize(big),
         "paired_cosine": lambda: kernels.paired_cosine(big, big),
         "cosine_matrix": lambda: kernels.cosine_matrix(a, b),
         "cosine_reduce ragged": lambda: kernels.cosine_reduce(a, big, offsets, reduce=("max", "mean")),
         "cosine_reduce dense": lambda: kernels.cosine_reduce(a, b, reduce="mean", clamp=(0.0, 1.0)),
+        "greedy_match": lambda: kernels.greedy_match(tokens, texts, tokens[::-1].copy(), texts),
     }
 
 
 @pytest.mark.parametrize(
-    "name", ["normalize", "paired_cosine", "cosine_matrix", "cosine_reduce ragged", "cosine_reduce dense"]
+    "name",
+    [
+        "normalize",
+        "paired_cosine",
+        "cosine_matrix",
+        "cosine_reduce ragged",
+        "cosine_reduce dense",
+        "greedy_match",
+    ],
 )
 def test_gil_is_released_during_the_call(name):
     """While a worker thread is inside the kernel, the main thread keeps running Python code.
