@@ -72,9 +72,10 @@ def as_arrays(result) -> np.ndarray:
 
 @pytest.fixture(scope="session")
 def sas_pairs() -> list[tuple[str, str, float]]:
-    """The labelled SAS pairs (answer1, answer2, label) of the three datasets, 5,025 in all."""
+    """The labelled SAS pairs (answer1, answer2, label) of the three datasets, 5,022 with a label."""
     pairs = []
     for name in ("SQuAD_SAS.csv", "NQ-open_SAS.csv", "GermanQuAD_SAS.csv"):
         with open(DATA / "sas" / name, encoding="utf-8", newline="") as handle:
-            pairs += [(row["answer1"], row["answer2"], float(row["label"])) for row in csv.DictReader(handle)]
+            rows = [row for row in csv.DictReader(handle) if row["label"].strip()]
+            pairs += [(row["answer1"], row["answer2"], float(row["label"])) for row in rows]
     return pairs

@@ -33,8 +33,12 @@ def simkernel_scores(model_id, cands, refs, **kwargs) -> np.ndarray:
         return as_arrays(sk_bert_score.score(cands, refs, model_type=model_id, **kwargs))
 
 
-def reference_scores(reference, checkpoint, cands, refs, **kwargs) -> np.ndarray:
-    return as_arrays(reference.score(cands, refs, model_type=checkpoint, **kwargs))
+def reference_scores(reference, checkpoint, cands, refs, batch_size=1, **kwargs) -> np.ndarray:
+    """bert_score's scores, one pair per batch by default: its padded batches raise a token's negative best
+    match to 0 (the padding's zero similarities) for every pair but the batch's longest, which changes
+    pairs with negative token cosines (the embedding output, unrelated or very long texts); one pair per
+    batch pads nothing. test_bert_scores_padding_is_the_only_difference checks the padded batches."""
+    return as_arrays(reference.score(cands, refs, model_type=checkpoint, batch_size=batch_size, **kwargs))
 
 
 @pytest.mark.parametrize("layer", range(7))
@@ -44,6 +48,17 @@ def test_every_layer_of_minilm_matches_bert_score(layer, pairs, model_id, minilm
     theirs = reference_scores(bert_score_reference, minilm_checkpoint, cands, refs, num_layers=layer)
     assert ours.shape == theirs.shape == (3, len(cands))
     np.testing.assert_allclose(ours, theirs, rtol=0, atol=FP32_TOLERANCE)
+
+
+@pytest.mark.parametrize("layer", [0, 1])
+def test_bert_scores_padding_is_the_only_difference(layer, pairs, model_id, minilm_checkpoint, bert_score_reference):
+    """bert_score in batches of 64: never below simkernel's P and R (its padded zeros only raise maxima),
+    and equal on most pairs."""
+    cands, refs = pairs
+    ours = simkernel_scores(model_id, cands, refs, num_layers=layer)
+    padded = reference_scores(bert_score_reference, minilm_checkpoint, cands, refs, num_layers=layer, batch_size=64)
+    assert (padded[:2] >= ours[:2] - FP32_TOLERANCE).all()
+    assert np.mean(np.abs(padded - ours) <= FP32_TOLERANCE) > 0.9
 
 
 @pytest.mark.parametrize("layer", [2, 6])
@@ -98,10 +113,10 @@ def test_empty_texts_score_zero_with_one_warning(model_id, minilm_checkpoint, be
 
 def test_long_texts_are_truncated_as_bert_score_truncates_them(model_id, minilm_checkpoint, bert_score_reference):
     long_a = "alpha beta gamma delta " * 200
-    long_b = "alpha beta gamma " * 150 + "omega"
+    long_b = "alpha beta gamma " * 180 + "omega"
     cands = [long_a, long_b + " tail that is cut"]
     refs = [long_b, long_a]
-    with pytest.warns(UserWarning, match=r"2 text\(s\) longer than the model's limit were truncated"):
+    with pytest.warns(UserWarning, match=r"3 text\(s\) longer than the model's limit were truncated"):
         ours = as_arrays(sk_bert_score.score(cands, refs, model_type=model_id, num_layers=6))
     theirs = reference_scores(bert_score_reference, minilm_checkpoint, cands, refs, num_layers=6)
     np.testing.assert_allclose(ours, theirs, rtol=0, atol=FP32_TOLERANCE)
