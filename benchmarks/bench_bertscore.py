@@ -23,7 +23,16 @@ import time
 import warnings
 
 import long_answers
-from support import MODEL_ID, alternate, checkpoint, machine, min_median, sas_pairs, simkernel_precisions, speedup_table
+from support import (
+    MODEL_ID,
+    alternate,
+    checkpoint,
+    machine,
+    min_median,
+    sas_pairs,
+    simkernel_precisions,
+    speedup_table,
+)
 
 
 def peers(layer: int) -> dict:
@@ -50,12 +59,11 @@ def peers(layer: int) -> dict:
 def ours(layer: int) -> dict:
     from simkernel.bert_score import BERTScorer
 
-    return {
-        f"simkernel {precision}": (
-            lambda c, r, s=BERTScorer(model_type=MODEL_ID, num_layers=layer, precision=precision): s.score(c, r)[2]
-        )
+    scorers = {
+        f"simkernel {precision}": BERTScorer(model_type=MODEL_ID, num_layers=layer, precision=precision)
         for precision in simkernel_precisions()
     }
+    return {name: (lambda c, r, s=scorer: s.score(c, r)[2]) for name, scorer in scorers.items()}
 
 
 def cases() -> dict[str, tuple[list[str], list[str]]]:
@@ -113,7 +121,9 @@ def main() -> None:
     print(speedup_table(groups, "bert_score", ["torchmetrics", *ours_names]))
     print("\nthe greedy matching's share of simkernel fp32's time (min): " + ", ".join(
         f"{name} {share:.1%}" for name, share in shares.items()))  # fmt: skip
-    print(f"\nall-MiniLM-L6-v2 layer {args.layer}, idf off, batch 64; min / median of {args.rounds} rounds; {machine()}")
+    print(
+        f"\nall-MiniLM-L6-v2 layer {args.layer}, idf off, batch 64; min / median of {args.rounds} rounds; {machine()}"
+    )
 
 
 if __name__ == "__main__":

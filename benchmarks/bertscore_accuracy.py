@@ -60,19 +60,28 @@ def main() -> None:
         for layer in range(depth + 1):
             scorer = BERTScorer(model_type=model, num_layers=layer, precision=args.precision)
             rows[f"{model.split('/')[-1]} layer {layer}"] = [
-                cell(scorer.score([r["answer2"] for r in pairs], [r["answer1"] for r in pairs])[2], [float(r["label"]) for r in pairs])
+                cell(
+                    scorer.score([r["answer2"] for r in pairs], [r["answer1"] for r in pairs])[2],
+                    [float(r["label"]) for r in pairs],
+                )
                 for pairs in data.values()
             ]
     sas = SASEvaluator(model=MODEL_ID)
     sas.warm_up()
     rows["simkernel bi-encoder cosine (all-MiniLM-L6-v2)"] = [
         cell(
-            sas.run(ground_truth_answers=[r["answer1"] for r in pairs], predicted_answers=[r["answer2"] for r in pairs])["individual_scores"],
+            sas.run(
+                ground_truth_answers=[r["answer1"] for r in pairs],
+                predicted_answers=[r["answer2"] for r in pairs],
+            )["individual_scores"],
             [float(r["label"]) for r in pairs],
         )
         for pairs in data.values()
     ]
-    for column, title in (("bertvanilla", "paper: BERTScore vanilla"), ("berttrained", "paper: BERTScore trained")):
+    for column, title in (
+        ("bertvanilla", "paper: BERTScore vanilla"),
+        ("berttrained", "paper: BERTScore trained"),
+    ):
         paper = [read(PAPER / file) for _, _, file in DATASETS]
         rows[title] = [cell([float(r[column]) for r in p], [float(r["label"]) for r in p]) for p in paper]
     print("| BERTScore F1 (Pearson / Spearman) | " + " | ".join(data) + " |")

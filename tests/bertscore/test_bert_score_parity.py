@@ -11,9 +11,9 @@ import warnings
 
 import numpy as np
 import pytest
+from tests.bertscore.conftest import ODD_TEXTS, as_arrays
 
 from simkernel import bert_score as sk_bert_score
-from tests.bertscore.conftest import ODD_TEXTS, as_arrays
 
 FP32_TOLERANCE = 1e-5
 
@@ -23,7 +23,12 @@ def pairs(sas_pairs) -> tuple[list[str], list[str]]:
     """120 SAS pairs (every 42nd) and the odd texts against each other and against SAS answers."""
     sample = sas_pairs[::42]
     cands = [a for a, _, _ in sample] + ODD_TEXTS + ODD_TEXTS[::-1]
-    refs = [b for _, b, _ in sample] + ODD_TEXTS[1:] + ODD_TEXTS[:1] + [b for _, b, _ in sample[: len(ODD_TEXTS)]]
+    refs = (
+        [b for _, b, _ in sample]
+        + ODD_TEXTS[1:]
+        + ODD_TEXTS[:1]
+        + [b for _, b, _ in sample[: len(ODD_TEXTS)]]
+    )
     return cands, refs
 
 
@@ -42,7 +47,9 @@ def reference_scores(reference, checkpoint, cands, refs, batch_size=1, **kwargs)
 
 
 @pytest.mark.parametrize("layer", range(7))
-def test_every_layer_of_minilm_matches_bert_score(layer, pairs, model_id, minilm_checkpoint, bert_score_reference):
+def test_every_layer_of_minilm_matches_bert_score(
+    layer, pairs, model_id, minilm_checkpoint, bert_score_reference
+):
     cands, refs = pairs
     ours = simkernel_scores(model_id, cands, refs, num_layers=layer)
     theirs = reference_scores(bert_score_reference, minilm_checkpoint, cands, refs, num_layers=layer)
@@ -51,12 +58,16 @@ def test_every_layer_of_minilm_matches_bert_score(layer, pairs, model_id, minilm
 
 
 @pytest.mark.parametrize("layer", [0, 1])
-def test_bert_scores_padding_is_the_only_difference(layer, pairs, model_id, minilm_checkpoint, bert_score_reference):
+def test_bert_scores_padding_is_the_only_difference(
+    layer, pairs, model_id, minilm_checkpoint, bert_score_reference
+):
     """bert_score in batches of 64: never below simkernel's P and R (its padded zeros only raise maxima),
     and equal on most pairs."""
     cands, refs = pairs
     ours = simkernel_scores(model_id, cands, refs, num_layers=layer)
-    padded = reference_scores(bert_score_reference, minilm_checkpoint, cands, refs, num_layers=layer, batch_size=64)
+    padded = reference_scores(
+        bert_score_reference, minilm_checkpoint, cands, refs, num_layers=layer, batch_size=64
+    )
     assert (padded[:2] >= ours[:2] - FP32_TOLERANCE).all()
     assert np.mean(np.abs(padded - ours) <= FP32_TOLERANCE) > 0.9
 
@@ -65,7 +76,9 @@ def test_bert_scores_padding_is_the_only_difference(layer, pairs, model_id, mini
 def test_idf_weights_match_bert_score(layer, pairs, model_id, minilm_checkpoint, bert_score_reference):
     cands, refs = pairs
     ours = simkernel_scores(model_id, cands, refs, num_layers=layer, idf=True)
-    theirs = reference_scores(bert_score_reference, minilm_checkpoint, cands, refs, num_layers=layer, idf=True)
+    theirs = reference_scores(
+        bert_score_reference, minilm_checkpoint, cands, refs, num_layers=layer, idf=True
+    )
     np.testing.assert_allclose(ours, theirs, rtol=0, atol=FP32_TOLERANCE)
     plain = simkernel_scores(model_id, cands, refs, num_layers=layer)
     assert np.abs(ours - plain).max() > 1e-3  # idf really changed the weights
@@ -73,7 +86,10 @@ def test_idf_weights_match_bert_score(layer, pairs, model_id, minilm_checkpoint,
 
 def test_several_references_per_candidate(pairs, model_id, minilm_checkpoint, bert_score_reference):
     cands, refs = pairs
-    groups = [[refs[i], refs[(i + 5) % len(refs)], refs[(i + 11) % len(refs)]][: 1 + i % 3] for i in range(len(cands))]
+    groups = [
+        [refs[i], refs[(i + 5) % len(refs)], refs[(i + 11) % len(refs)]][: 1 + i % 3]
+        for i in range(len(cands))
+    ]
     ours = simkernel_scores(model_id, cands, groups, num_layers=4)
     theirs = reference_scores(bert_score_reference, minilm_checkpoint, cands, groups, num_layers=4)
     np.testing.assert_allclose(ours, theirs, rtol=0, atol=FP32_TOLERANCE)
@@ -82,7 +98,9 @@ def test_several_references_per_candidate(pairs, model_id, minilm_checkpoint, be
 def test_all_layers(pairs, model_id, minilm_checkpoint, bert_score_reference):
     cands, refs = pairs
     ours = simkernel_scores(model_id, cands[:40], refs[:40], num_layers=3, all_layers=True)
-    theirs = reference_scores(bert_score_reference, minilm_checkpoint, cands[:40], refs[:40], num_layers=3, all_layers=True)
+    theirs = reference_scores(
+        bert_score_reference, minilm_checkpoint, cands[:40], refs[:40], num_layers=3, all_layers=True
+    )
     assert ours.shape == theirs.shape == (3, 7, 40)
     np.testing.assert_allclose(ours, theirs, rtol=0, atol=FP32_TOLERANCE)
 
@@ -96,14 +114,18 @@ def test_rescaling_with_a_baseline_file(tmp_path, pairs, model_id, minilm_checkp
     theirs = reference_scores(bert_score_reference, minilm_checkpoint, cands, refs, **kwargs)
     np.testing.assert_allclose(ours, theirs, rtol=0, atol=FP32_TOLERANCE)
     ours_all = simkernel_scores(model_id, cands[:20], refs[:20], all_layers=True, **kwargs)
-    theirs_all = reference_scores(bert_score_reference, minilm_checkpoint, cands[:20], refs[:20], all_layers=True, **kwargs)
+    theirs_all = reference_scores(
+        bert_score_reference, minilm_checkpoint, cands[:20], refs[:20], all_layers=True, **kwargs
+    )
     np.testing.assert_allclose(ours_all, theirs_all, rtol=0, atol=FP32_TOLERANCE)
 
 
 def test_empty_texts_score_zero_with_one_warning(model_id, minilm_checkpoint, bert_score_reference):
     cands = ["", "a cat", "   ", "the dog barks"]
     refs = ["a cat", "", "the dog", "the dog barked"]
-    with pytest.warns(UserWarning, match=r"2 pair\(s\) with an empty candidate and 1 with an empty reference") as caught:
+    with pytest.warns(
+        UserWarning, match=r"2 pair\(s\) with an empty candidate and 1 with an empty reference"
+    ) as caught:
         ours = as_arrays(sk_bert_score.score(cands, refs, model_type=model_id, num_layers=4))
     assert len([w for w in caught if "empty" in str(w.message)]) == 1
     theirs = reference_scores(bert_score_reference, minilm_checkpoint, cands, refs, num_layers=4)
@@ -111,7 +133,9 @@ def test_empty_texts_score_zero_with_one_warning(model_id, minilm_checkpoint, be
     assert (ours[:, :3] == 0).all() and (ours[:, 3] > 0.5).all()
 
 
-def test_long_texts_are_truncated_as_bert_score_truncates_them(model_id, minilm_checkpoint, bert_score_reference):
+def test_long_texts_are_truncated_as_bert_score_truncates_them(
+    model_id, minilm_checkpoint, bert_score_reference
+):
     long_a = "alpha beta gamma delta " * 200
     long_b = "alpha beta gamma " * 180 + "omega"
     cands = [long_a, long_b + " tail that is cut"]
@@ -124,7 +148,10 @@ def test_long_texts_are_truncated_as_bert_score_truncates_them(model_id, minilm_
 
 def test_duplicates_and_batch_mates_do_not_change_a_score(pairs, model_id):
     cands, refs = pairs
-    alone = [simkernel_scores(model_id, [c], [r], num_layers=4)[:, 0] for c, r in zip(cands[:12], refs[:12], strict=True)]
+    alone = [
+        simkernel_scores(model_id, [c], [r], num_layers=4)[:, 0]
+        for c, r in zip(cands[:12], refs[:12], strict=True)
+    ]
     together = simkernel_scores(model_id, cands[:12] * 2, refs[:12] * 2, num_layers=4)
     for batch_size in (1, 7, 64):
         scorer = sk_bert_score.BERTScorer(model_type=model_id, num_layers=4, batch_size=batch_size)
@@ -138,7 +165,9 @@ def test_scorer_object_matches_bert_scorer(pairs, model_id, minilm_checkpoint, b
     cands, refs = pairs
     idf_sents = refs[:60]
     ours = sk_bert_score.BERTScorer(model_type=model_id, num_layers=3, idf=True, idf_sents=idf_sents)
-    theirs = bert_score_reference.BERTScorer(model_type=minilm_checkpoint, num_layers=3, idf=True, idf_sents=idf_sents)
+    theirs = bert_score_reference.BERTScorer(
+        model_type=minilm_checkpoint, num_layers=3, idf=True, idf_sents=idf_sents
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
         mine = as_arrays(ours.score(cands, refs))

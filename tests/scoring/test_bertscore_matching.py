@@ -37,12 +37,17 @@ class StandInEncoder:
 
     def tokenize(self, texts):
         return [
-            np.array([CLS, *[1000 + sum(map(ord, w)) % 500 for w in t.split()[: self.max_words]], SEP], dtype=np.int64)
+            np.array(
+                [CLS, *[1000 + sum(map(ord, w)) % 500 for w in t.split()[: self.max_words]], SEP],
+                dtype=np.int64,
+            )
             for t in texts
         ]
 
     def vector(self, layer, token, position):
-        return np.random.default_rng([layer, int(token), position]).standard_normal(8).astype(np.float32) + 0.3
+        return (
+            np.random.default_rng([layer, int(token), position]).standard_normal(8).astype(np.float32) + 0.3
+        )
 
     def encode(self, texts, layer):
         self.calls.append(list(texts))
@@ -79,7 +84,9 @@ def test_plain_weights_match_the_float64_formula(layer):
     encoder = StandInEncoder()
     result = score_pairs(encoder, CANDS, REFS, layer=layer)
     weight = plain_weights([CLS, SEP])
-    expected = np.stack([reference(encoder, c, r, layer, weight.lookup) for c, r in zip(CANDS, REFS, strict=True)])
+    expected = np.stack(
+        [reference(encoder, c, r, layer, weight.lookup) for c, r in zip(CANDS, REFS, strict=True)]
+    )
     np.testing.assert_allclose(result.scores, expected, rtol=0, atol=2e-6)
     assert (result.empty_candidates, result.empty_references, result.truncated_texts) == (1, 1, 2)
     assert encoder.calls == [list(dict.fromkeys(CANDS + REFS))]  # each distinct text encoded once
@@ -91,7 +98,9 @@ def test_idf_weights_and_every_layer():
     result = score_pairs(encoder, CANDS, REFS, layer=None, weights=weights)
     assert result.scores.shape == (4, len(CANDS), 3)
     for layer in range(4):
-        expected = np.stack([reference(encoder, c, r, layer, weights.lookup) for c, r in zip(CANDS, REFS, strict=True)])
+        expected = np.stack(
+            [reference(encoder, c, r, layer, weights.lookup) for c, r in zip(CANDS, REFS, strict=True)]
+        )
         np.testing.assert_allclose(result.scores[layer], expected, rtol=0, atol=2e-6)
 
 

@@ -88,7 +88,9 @@ def test_baseline_files_round_trip_and_rescale(tmp_path):
     assert path.read_text().splitlines() == ["LAYER,P,R,F", "0,0.1,0.2,0.3", "1,0.8312345,0.84,0.85"]
     np.testing.assert_array_equal(read_baseline(path), table)
     scores = np.array([[0.9, 0.95, 0.92]], dtype=np.float32)
-    np.testing.assert_allclose(rescale(scores, baseline_row(table, 1, str(path))), (scores - table[1]) / (1 - table[1]), rtol=1e-6)
+    np.testing.assert_allclose(
+        rescale(scores, baseline_row(table, 1, str(path))), (scores - table[1]) / (1 - table[1]), rtol=1e-6
+    )
     with pytest.raises(ValueError, match="has rows for layers 0 to 1, not layer 2"):
         baseline_row(table, 2, str(path))
     pandas = pytest.importorskip("pandas")
@@ -112,4 +114,6 @@ def test_best_over_groups_is_a_column_by_column_max():
     expected = np.array([[0.5, 0.9, 0.3], [0.7, 0.7, 0.7]], dtype=np.float32)
     np.testing.assert_array_equal(best_over_groups(scores, [2, 1]), expected)
     layered = np.stack([scores, scores * 2])
-    np.testing.assert_array_equal(best_over_groups(layered, [1, 2])[1], np.stack([scores[0], scores[1:].max(axis=0)]) * 2)
+    np.testing.assert_array_equal(
+        best_over_groups(layered, [1, 2])[1], np.stack([scores[0], scores[1:].max(axis=0)]) * 2
+    )

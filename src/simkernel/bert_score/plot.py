@@ -11,7 +11,9 @@ from simkernel._optional import import_optional
 __all__ = ["plot_similarity", "similarity_matrix"]
 
 
-def similarity_matrix(encoder: Any, candidate: str, reference: str, layer: int) -> tuple[np.ndarray, list[str], list[str]]:
+def similarity_matrix(
+    encoder: Any, candidate: str, reference: str, layer: int
+) -> tuple[np.ndarray, list[str], list[str]]:
     """float32 cosines (candidate tokens, reference tokens) at ``layer`` with the first and last token of each
     text left out (bert_score drops [CLS] and [SEP]: ``sim[1:-1, 1:-1]``), and the tokens as text."""
     from simkernel.kernels import cosine_matrix

@@ -67,10 +67,16 @@ def score(
     start = time.perf_counter()
     scores = raw_scores(encoder, flat_cands, flat_refs, sizes, None if all_layers else layer, weights)
     if rescale_with_baseline:
-        path = os.fspath(baseline_path) if baseline_path is not None else packaged_baseline_path(str(lang), model)
+        path = (
+            os.fspath(baseline_path)
+            if baseline_path is not None
+            else packaged_baseline_path(str(lang), model)
+        )
         if os.path.isfile(path):
             table = read_baseline(path)
-            scores = rescale(scores, table[:, np.newaxis, :] if all_layers else baseline_row(table, layer, path))
+            scores = rescale(
+                scores, table[:, np.newaxis, :] if all_layers else baseline_row(table, layer, path)
+            )
         else:
             print(f"Warning: Baseline not Found for {model} on {lang} at {path}", file=sys.stderr)
     out = scores[..., 0], scores[..., 1], scores[..., 2]
@@ -111,7 +117,11 @@ def plot_example(
     check_num_layers(layer, encoder.num_layers, model)
     baseline = None
     if rescale_with_baseline:
-        path = os.fspath(baseline_path) if baseline_path is not None else packaged_baseline_path(str(lang), model)
+        path = (
+            os.fspath(baseline_path)
+            if baseline_path is not None
+            else packaged_baseline_path(str(lang), model)
+        )
         if os.path.isfile(path):
             baseline = float(baseline_row(read_baseline(path), layer, path)[2])
         else:

@@ -70,7 +70,9 @@ def get_hash(
     return msg
 
 
-def flatten_references(cands: Sequence[str], refs: Sequence[Any]) -> tuple[list[str], list[str], list[int] | None]:
+def flatten_references(
+    cands: Sequence[str], refs: Sequence[Any]
+) -> tuple[list[str], list[str], list[int] | None]:
     """bert_score's handling of ``refs``: a list of strings (one per candidate) or of lists of strings
     (several per candidate, each candidate repeated once per reference); the group sizes in the second case."""
     if len(cands) != len(refs):
@@ -176,7 +178,9 @@ class BERTScorer:
         self._baseline_vals: np.ndarray | None = None
         self.use_custom_baseline = baseline_path is not None
         self.baseline_path = (
-            os.fspath(baseline_path) if baseline_path is not None else packaged_baseline_path(str(lang), model)
+            os.fspath(baseline_path)
+            if baseline_path is not None
+            else packaged_baseline_path(str(lang), model)
         )
 
     @property
@@ -286,7 +290,9 @@ class BERTScorer:
         """bert_score's token-by-token similarity heat map of one pair (needs matplotlib)."""
         from simkernel.bert_score.plot import plot_similarity
 
-        baseline = float(self.baseline_vals[2]) if self.rescale_with_baseline and not self.all_layers else None
+        baseline = (
+            float(self.baseline_vals[2]) if self.rescale_with_baseline and not self.all_layers else None
+        )
         plot_similarity(self._encoder, candidate, reference, self.num_layers, baseline, fname)
 
     def __repr__(self) -> str:

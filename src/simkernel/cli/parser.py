@@ -425,11 +425,18 @@ def _add_bertscore_baseline(commands: argparse._SubParsersAction) -> None:
     )
     add = baseline.add_argument
     add("corpus", metavar="CORPUS", help="a UTF-8 text file of the language, one sentence per line")
-    add("--model", metavar="ID", default=DEFAULT_MODEL, help=f"model id or local folder (default: {DEFAULT_MODEL})")
+    add(
+        "--model",
+        metavar="ID",
+        default=DEFAULT_MODEL,
+        help=f"model id or local folder (default: {DEFAULT_MODEL})",
+    )
     add("--lang", required=True, metavar="LANG", help="the corpus' language (the file is for this language)")
     add("-o", "--output", required=True, metavar="FILE", help="where to write the baseline file")
     add("--pairs", type=_positive_int, metavar="N", help="at most N random pairs (default: half the lines)")
-    add("--seed", type=_non_negative_int, default=0, metavar="S", help="seed of the random pairs (default: 0)")
+    add(
+        "--seed", type=_non_negative_int, default=0, metavar="S", help="seed of the random pairs (default: 0)"
+    )
     add("--seeds", type=_positive_int, default=1, metavar="K", help="also report the spread of the "
         "baseline over K seeds (S, S+1, ...; the file holds their mean); default 1")  # fmt: skip
     add("--precision", choices=PRECISIONS, default=DEFAULT_PRECISION, help=f"default: {DEFAULT_PRECISION}")

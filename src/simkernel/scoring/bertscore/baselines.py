@@ -62,7 +62,9 @@ def read_baseline(path: str | os.PathLike[str]) -> np.ndarray:
     try:
         table = np.array([[float(cell) for cell in row[1:]] for row in rows[1:]], dtype=np.float64)
     except ValueError:
-        raise ValueError(f"{os.fspath(path)!r}: every row after the header must be LAYER,P,R,F numbers") from None
+        raise ValueError(
+            f"{os.fspath(path)!r}: every row after the header must be LAYER,P,R,F numbers"
+        ) from None
     if table.ndim != 2 or table.shape[1] != 3 or table.shape[0] == 0:
         raise ValueError(f"{os.fspath(path)!r}: every row after the header must be LAYER,P,R,F numbers")
     return table.astype(np.float32)
@@ -114,7 +116,9 @@ def corpus_pairs(lines: Sequence[str], pairs: int | None, seed: int) -> tuple[li
     return [kept[i] for i in chosen[0]], [kept[i] for i in chosen[1]]
 
 
-def compute_baseline(encoder: Any, lines: Sequence[str], *, pairs: int | None, seed: int, chunk: int = 1000) -> np.ndarray:
+def compute_baseline(
+    encoder: Any, lines: Sequence[str], *, pairs: int | None, seed: int, chunk: int = 1000
+) -> np.ndarray:
     """A baseline table (layers, 3) for ``encoder``'s model from a corpus, by bert_score's method: the
     random pairs of :func:`corpus_pairs`, scored at every layer with idf off, ``chunk`` pairs at a time,
     averaged per layer (float64 sums over all pairs)."""

@@ -20,7 +20,14 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["MappedWeights", "TokenWeights", "Weights", "document_frequency_idf", "ids_and_offsets", "plain_weights"]
+__all__ = [
+    "MappedWeights",
+    "TokenWeights",
+    "Weights",
+    "document_frequency_idf",
+    "ids_and_offsets",
+    "plain_weights",
+]
 
 
 @dataclass(frozen=True)

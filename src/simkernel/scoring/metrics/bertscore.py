@@ -38,7 +38,9 @@ def check_options(options: dict[str, Any]) -> tuple[int | None, str | None]:
         raise ValueError(f"bertscore takes the options {list(OPTIONS)}, not {unknown}")
     layer = options.get("layer")
     if layer is not None and (isinstance(layer, bool) or not isinstance(layer, int) or layer < 0):
-        raise ValueError(f"bertscore's layer must be an integer >= 0 (0 is the embedding output), got {layer!r}")
+        raise ValueError(
+            f"bertscore's layer must be an integer >= 0 (0 is the embedding output), got {layer!r}"
+        )
     baseline = options.get("baseline")
     if baseline is not None:
         baseline = os.fspath(baseline)
@@ -77,12 +79,12 @@ class BertScoreScorer:
         if self.layer is None:
             tuned = model2layers.get(self.settings.model)
             self.layer = tuned if tuned is not None else depth
-            why = "bert_score's tuned layer" if tuned is not None else "the model's last: set the option layer"
+            why = (
+                "bert_score's tuned layer" if tuned is not None else "the model's last: set the option layer"
+            )
             self.setting_notes.append(f"BERTScore layer {self.layer} of {depth} ({why})")
         check_num_layers(self.layer, depth, self.settings.model)
-        self.description = (
-            f"mode bertscore, model {self.settings.model}, layer {self.layer}, precision {self.settings.precision}"
-        )
+        self.description = f"mode bertscore, model {self.settings.model}, layer {self.layer}, precision {self.settings.precision}"
         if self.baseline_path is not None:
             self.baseline = baseline_row(read_baseline(self.baseline_path), self.layer, self.baseline_path)
             self.setting_notes.append(f"rescaled with the baseline {self.baseline_path}")
@@ -114,7 +116,9 @@ class BertScoreScorer:
         if self.empty_pairs:
             notes.append(f"{self.empty_pairs} pair(s) with an empty text scored 0 (bert_score's rule)")
         if self.truncated_texts:
-            notes.append(f"{self.truncated_texts} text(s) past the model's limit truncated (as bert_score does)")
+            notes.append(
+                f"{self.truncated_texts} text(s) past the model's limit truncated (as bert_score does)"
+            )
         return notes
 
 
