@@ -102,7 +102,7 @@ def calibrate_file(
     settings = job.settings
     scorer = job.metric.scorer(settings)
     scorer.load()
-    scores = primary_scores(job.metric, score_in_chunks(scorer, labelled, enabled=progress))
+    scores = job.metric.primary_scores(score_in_chunks(scorer, labelled, enabled=progress))
     try:
         result = calibrate(
             scores,
@@ -127,15 +127,6 @@ def calibrate_file(
         unlabelled=len(table) - len(keep),
         elapsed_s=time.perf_counter() - started,
     )
-
-
-def primary_scores(metric: Any, scores: list[Any]) -> list[float]:
-    """The primary column's scores of ``scores`` (one value a row, or one tuple a row for a metric that
-    adds several columns)."""
-    if len(metric.columns) == 1:
-        return scores
-    index = metric.primary_index
-    return [row[index] for row in scores]
 
 
 def report_lines(report: CalibrationReport) -> list[str]:

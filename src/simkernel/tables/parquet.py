@@ -113,28 +113,29 @@ def unify(schema: Any, rows: list[dict[str, Any]], columns: Sequence[str], sourc
 def output_table(
     chunk: Any,
     schema: Any,
-    score_column: str,
-    score_type: str,
-    scores: Sequence[float],
+    score_columns: Sequence[tuple[str, str]],
+    scores: Sequence[Sequence[Any]],
     successes: Sequence[bool] | None,
 ) -> Any:
-    """The chunk's rows as a pyarrow Table (input types kept) with the score (and success) columns added."""
+    """The chunk's rows as a pyarrow Table (input types kept) with the score columns ((name, Arrow type)
+    each, ``scores`` one list per column) and the success column added."""
     pa = pyarrow()
     if chunk.arrow is not None:
         table = chunk.arrow
     else:
         table = pa.Table.from_pylist(chunk.rows, schema=schema)
-    table = table.append_column(score_column, pa.array(scores, type=getattr(pa, score_type)()))
+    for (name, kind), values in zip(score_columns, scores, strict=True):
+        table = table.append_column(name, pa.array(values, type=getattr(pa, kind)()))
     if successes is not None:
         table = table.append_column("success", pa.array(successes, type=pa.bool_()))
     return table
 
 
-def empty_table(schema: Any, score_column: str, score_type: str, with_success: bool) -> Any:
+def empty_table(schema: Any, score_columns: Sequence[tuple[str, str]], with_success: bool) -> Any:
     """A table with no rows and the output's columns (for an input with no rows)."""
     pa = pyarrow()
     fields = list(schema) if schema is not None else []
-    fields.append(pa.field(score_column, getattr(pa, score_type)()))
+    fields.extend(pa.field(name, getattr(pa, kind)()) for name, kind in score_columns)
     if with_success:
         fields.append(pa.field("success", pa.bool_()))
     return pa.schema(fields).empty_table()

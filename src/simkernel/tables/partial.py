@@ -4,7 +4,8 @@ While a run scores, its output grows in a folder beside OUT, ``.<OUT's name>.sim
 
     output.part          CSV, TSV, JSONL: the header and the rows committed so far
     chunk-000000.parquet Parquet: one file per committed chunk (merged into one file at the end)
-    scores.f64           the committed rows' scores, float64 little-endian (for the summary on resume)
+    scores.f64           the committed rows' scores, float64 little-endian, row after row (each row's
+                         score columns in turn; for the summary on resume)
     state.json           what the run is (input and options) and how much of it is committed
     lock                 held (flock) by the run writing the folder
 
@@ -153,10 +154,11 @@ class PartialOutput:
         self._committed_bytes = int(state["bytes"])
         self.chunks_done = int(state["chunks"])
         self._scores_file = open(self.folder / "scores.f64", "r+b")  # noqa: SIM115
-        self._scores_file.truncate(8 * self.rows_done)
+        size = 8 * self.layout.width * self.rows_done
+        self._scores_file.truncate(size)
         self._scores_file.seek(0)
         data = self._scores_file.read()
-        if len(data) != 8 * self.rows_done:
+        if len(data) != size:
             raise DataError(
                 f"--resume: {self.folder / 'scores.f64'} is shorter than its state says; drop --resume to start over"
             )
@@ -174,8 +176,9 @@ class PartialOutput:
 
     # -- committing ---------------------------------------------------------------------------------
 
-    def commit(self, payload: Any, scores: list[float]) -> None:
-        """Add one scored chunk: its output (bytes, or a pyarrow Table for Parquet) and its scores."""
+    def commit(self, payload: Any, scores: list[Any]) -> None:
+        """Add one scored chunk: its output (bytes, or a pyarrow Table for Parquet) and its scores (one
+        number a row, or one tuple a row for several score columns)."""
         try:
             if self.layout.format == "parquet":
                 from simkernel.tables.parquet import write_part
@@ -187,11 +190,12 @@ class PartialOutput:
                 os.replace(str(name) + ".tmp", name)
             else:
                 self._text.write(payload)
-            self._scores_file.write(np.asarray(scores, dtype="<f8").tobytes())
+            flat = self.layout.flat(scores)
+            self._scores_file.write(np.asarray(flat, dtype="<f8").tobytes())
             self._sync()
             self.rows_done += len(scores)
             self.chunks_done += 1
-            self.scores.extend(scores)
+            self.scores.extend(flat)
             self._write_state()
         except OSError as exc:
             pending = len(payload) if isinstance(payload, bytes) else int(getattr(payload, "nbytes", 0))

@@ -1,4 +1,4 @@
-"""The output of ``simkernel score``, chunk by chunk: every input row with the score (and success) added.
+"""The output of ``simkernel score``, chunk by chunk: every input row with the scores (and success) added.
 
 :class:`OutputLayout` turns a scored chunk into what is written: bytes for CSV, TSV and JSONL, a pyarrow
 Table for Parquet. CSV/TSV get a header of the columns and one record per row (a value a row lacks is
@@ -25,15 +25,18 @@ SUCCESS_COLUMN = "success"
 
 
 def check_added_columns(found_columns: list[str], source: str, args: Any) -> None:
-    """The columns the output adds must not overwrite input columns."""
-    added = [args.score_column]
-    if args.threshold is not None or args.mode == "reference":
+    """The columns the output adds (the metric's score columns, and success where a threshold applies)
+    must not overwrite input columns."""
+    metric = args.metric
+    scores = [name for name, _ in metric.output_columns(args.score_column)]
+    added = list(scores)
+    if args.threshold is not None or metric.default_threshold is not None:
         added.append(SUCCESS_COLUMN)
     clash = [name for name in added if name in found_columns]
     if clash:
         fix = (
             "pass --score-column NAME to name the score column differently"
-            if clash[0] == args.score_column
+            if clash[0] in scores
             else "rename that column in the input"
         )
         raise DataError(
@@ -94,26 +97,35 @@ def _json_value(value: Any) -> Any:
 
 
 class OutputLayout:
-    """How the scored rows are written: the format, the columns (input ones plus the score, and success
-    when a threshold applies), and for Parquet the pyarrow schema of the input columns."""
+    """How the scored rows are written: the format, the columns (input ones plus the score columns, and
+    success when a threshold applies), and for Parquet the pyarrow schema of the input columns.
+
+    ``score_columns`` are the (name, Arrow type) of the columns the metric adds; with one, a chunk's
+    scores are one number a row, with several one tuple a row (in that order), and success reads the
+    one at ``primary``."""
 
     def __init__(
         self,
         fmt: str,
         input_columns: Sequence[str],
-        score_column: str,
+        score_columns: Sequence[tuple[str, str]],
         threshold: float | None,
-        score_type: str,
         arrow_schema: Any = None,
+        primary: int = 0,
     ) -> None:
         self.format = fmt
-        self.score_column = score_column
+        self.score_columns = list(score_columns)
         self.threshold = threshold
-        self.score_type = score_type
         self.arrow_schema = arrow_schema
-        self.columns = [*input_columns, score_column]
+        self.primary = primary
+        self.columns = [*input_columns, *(name for name, _ in self.score_columns)]
         if threshold is not None:
             self.columns.append(SUCCESS_COLUMN)
+
+    @property
+    def width(self) -> int:
+        """Numbers a row's scores hold (one per score column)."""
+        return len(self.score_columns)
 
     def header(self) -> bytes:
         """What the output starts with before any row (the CSV/TSV header line; nothing otherwise)."""
@@ -121,24 +133,41 @@ class OutputLayout:
             return render_rows([], self.columns, self.format, header=True)
         return b""
 
-    def successes(self, scores: Sequence[float]) -> list[bool] | None:
+    def by_column(self, scores: Sequence[Any]) -> list[list[Any]]:
+        """A chunk's scores as one list per score column."""
+        if self.width == 1:
+            return [list(scores)]
+        return [[row[i] for row in scores] for i in range(self.width)]
+
+    def flat(self, scores: Sequence[Any]) -> list[float]:
+        """A chunk's scores as numbers, row after row (what the summary and ``--resume`` keep)."""
+        if self.width == 1:
+            return list(scores)
+        return [value for row in scores for value in row]
+
+    def successes(self, scores: Sequence[Any]) -> list[bool] | None:
         if self.threshold is None:
             return None
-        return [bool(score >= self.threshold) for score in scores]
+        primary = scores if self.width == 1 else [row[self.primary] for row in scores]
+        return [bool(score >= self.threshold) for score in primary]
 
-    def render(self, chunk: Any, scores: Sequence[float]) -> Any:
+    def render(self, chunk: Any, scores: Sequence[Any]) -> Any:
         """The output of one chunk: bytes (CSV, TSV, JSONL, no header) or a pyarrow Table (Parquet)."""
         successes = self.successes(scores)
         if self.format == "parquet":
             from simkernel.tables.parquet import output_table
 
             return output_table(
-                chunk, self.arrow_schema, self.score_column, self.score_type, scores, successes
+                chunk, self.arrow_schema, self.score_columns, self.by_column(scores), successes
             )
+        names = [name for name, _ in self.score_columns]
         rows = []
         for index, (row, score) in enumerate(zip(chunk.rows, scores, strict=True)):
             out = dict(row)
-            out[self.score_column] = score
+            if self.width == 1:
+                out[names[0]] = score
+            else:
+                out.update(zip(names, score, strict=True))
             if successes is not None:
                 out[SUCCESS_COLUMN] = successes[index]
             rows.append(out)
@@ -148,7 +177,7 @@ class OutputLayout:
         """The Parquet table of an input without rows."""
         from simkernel.tables.parquet import empty_table
 
-        return empty_table(self.arrow_schema, self.score_column, self.score_type, self.threshold is not None)
+        return empty_table(self.arrow_schema, self.score_columns, self.threshold is not None)
 
 
 class StdoutOutput:
@@ -179,14 +208,14 @@ class StdoutOutput:
         else:
             self._write(self.layout.header())
 
-    def commit(self, payload: Any, scores: Sequence[float]) -> None:
+    def commit(self, payload: Any, scores: Sequence[Any]) -> None:
         self._start()
         if self._parquet is not None:
             self._parquet.write(payload)
         else:
             self._write(payload)
         self.rows_done += len(scores)
-        self.scores.extend(scores)
+        self.scores.extend(self.layout.flat(scores))
 
     def finish(self) -> None:
         self._start()
