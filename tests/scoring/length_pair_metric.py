@@ -13,8 +13,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from simkernel.scoring import Metric, ScoringSettings
 from tests.scoring.length_ratio_metric import length_ratio
+
+from simkernel.scoring import Metric, ScoringSettings
 
 
 def length_pair(a: str, b: str) -> tuple[int, float]:

@@ -128,9 +128,10 @@ def test_an_input_column_named_as_an_added_one_is_refused(pair, tmp_path):
 
 
 def test_resume_after_an_interruption_gives_the_same_bytes(pair, tmp_path, monkeypatch):
+    from tests.scoring import length_pair_metric
+
     import simkernel
     from simkernel.errors import Interrupted
-    from tests.scoring import length_pair_metric
 
     rows = ROWS * 5
     source = write_rows(tmp_path / "in.csv", rows)

@@ -177,10 +177,8 @@ def _survey(
             for row in chunk.rows:
                 survey.columns.update(dict.fromkeys(row))
         if infer_schema and survey.schema_error is None:
-            from simkernel.tables.parquet import unify
-
             try:
-                survey.arrow_schema = unify(
+                survey.arrow_schema = table_format(out_format).widen_schema(
                     survey.arrow_schema, chunk.rows, list(survey.columns), reader.source
                 )
             except DataError as exc:
@@ -196,11 +194,9 @@ def _survey(
 def _layout(
     reader: TableReader, survey: Survey, args, out_format: str, threshold: float | None
 ) -> OutputLayout:
-    from simkernel.tables.parquet import input_schema
-
-    schema = None
-    if table_format(out_format).typed and not table_format(reader.format).typed:
-        schema = input_schema(list(survey.columns), reader.format, survey.arrow_schema)
+    schema = table_format(out_format).output_schema(
+        table_format(reader.format), list(survey.columns), survey.arrow_schema
+    )
     return output_layout(args, out_format, list(survey.columns), threshold, schema)
 
 

@@ -31,7 +31,7 @@ from simkernel.errors import DataError
 from simkernel.ray.file_blocks import ADDED, PATH
 from simkernel.tables.chunk import Chunk
 from simkernel.tables.file_sets import FileSet, open_file_set
-from simkernel.tables.formats import STDIO, rows_at_most, table_format
+from simkernel.tables.formats import STDIO, table_format
 from simkernel.tables.partial import PartialOutput, print_notice
 from simkernel.tables.writers import StdoutOutput
 
@@ -39,23 +39,17 @@ from simkernel.tables.writers import StdoutOutput
 def run_score_files(args: ScoreJob, threshold: float | None, out_format: str | None) -> Any:
     """Score the file set ``args.file``; returns (output, survey, engine, load_s, score_s) for the summary."""
     from simkernel.ray.file_engine import FileSetEngine
-    from simkernel.tables.parquet import input_schema
 
     fs = open_file_set(args.file, args.input_format)
     out_format = out_format or fs.format
     columns = columns_of(args)
     check_table_columns(columns, fs.columns, fs.source, args)
-    schema = (
-        input_schema(fs.columns, fs.format)
-        if table_format(out_format).typed and not table_format(fs.format).typed
-        else None
-    )
+    schema = table_format(out_format).output_schema(table_format(fs.format), fs.columns, None)
     layout = output_layout(args, out_format, fs.columns, threshold, schema)
     survey = Survey(columns=dict.fromkeys(fs.columns), labels=array("d") if args.label else None)
     survey.streaming = True
-    survey.rows_at_most = (
-        sum(rows_at_most(name, fs.format) for name in fs.files) if table_format(fs.format).typed else 0
-    )
+    known = [table_format(fs.format).known_rows(name) for name in fs.files]  # from the files' metadata
+    survey.rows_at_most = 0 if None in known else sum(n or 0 for n in known)
     output: StdoutOutput | PartialOutput
     if args.output == STDIO:
         output = StdoutOutput(layout)
