@@ -23,9 +23,9 @@ import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from simkernel.errors import DataError
 from simkernel.tables.chunk import Chunk
 from simkernel.tables.formats import STDIO, TableFormat, format_of, sniff, table_format
+from simkernel.tables.table_format import check_readable
 
 
 @dataclass
@@ -74,7 +74,7 @@ def open_table(path: str, fmt: str | None = None) -> TableReader:
         source, real = "<stdin>", spooled
     else:
         source, real = path, path
-        _check_readable(path)
+        check_readable(path)
     try:
         if fmt is None:
             fmt = sniff(real)
@@ -87,18 +87,6 @@ def open_table(path: str, fmt: str | None = None) -> TableReader:
         raise
     reader._spooled = spooled
     return reader
-
-
-def _check_readable(path: str) -> None:
-    try:
-        with open(path, "rb"):
-            pass
-    except FileNotFoundError:
-        raise DataError(f"input file {path!r} does not exist; check the path (use - to read stdin)") from None
-    except IsADirectoryError:
-        raise DataError(f"input {path!r} is a directory; give a CSV, TSV, JSONL or Parquet file") from None
-    except OSError as exc:
-        raise DataError(f"cannot read input file {path!r}: {exc.strerror or exc}") from None
 
 
 def _spool_stdin() -> str:

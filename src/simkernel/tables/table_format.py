@@ -14,6 +14,7 @@ import tempfile
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 from simkernel.errors import DataError, UsageError
@@ -104,10 +105,9 @@ class TableFormat:
 
     def header_columns(self, path: str) -> tuple[list[str], Any]:
         """(columns, arrow schema or None) of one file of a folder or glob (checked as a single file is)."""
-        from simkernel.tables.readers import open_table
-
-        with open_table(path, self.name) as reader:
-            return list(reader.columns), None
+        check_readable(path)
+        reader = SimpleNamespace(path=path, source=path, columns=[])
+        return list(self.columns(reader)), None
 
     # -- writing ------------------------------------------------------------------------------------
 
@@ -197,6 +197,19 @@ class Table:
 
     def __len__(self) -> int:
         return len(self.rows)
+
+
+def check_readable(path: str) -> None:
+    """DataError naming the fix for an input file that is missing, a folder, or cannot be read."""
+    try:
+        with open(path, "rb"):
+            pass
+    except FileNotFoundError:
+        raise DataError(f"input file {path!r} does not exist; check the path (use - to read stdin)") from None
+    except IsADirectoryError:
+        raise DataError(f"input {path!r} is a directory; give a CSV, TSV, JSONL or Parquet file") from None
+    except OSError as exc:
+        raise DataError(f"cannot read input file {path!r}: {exc.strerror or exc}") from None
 
 
 def umask() -> int:
