@@ -88,3 +88,55 @@ def test_the_message_check_finds_a_split_message():
     spans = _message_spans(ast.parse(source))
     assert _implicit_concatenations(source) == [(3, 4)]
     assert any(start <= 3 and 4 <= end for start, end in spans)
+
+
+# where a file format's name may be written: its own module and the registry (tables/), and the command
+# line's parser (its --input-format / --output-format choices come from the registry, its help names them)
+FORMAT_NAME_PLACES = ("tables/", "cli/parser.py")
+# "parquet" is also the name of the optional extra (pip install 'simkernel[parquet]'), listed here
+EXTRA_NAME_PLACES = ("_optional.py",)
+
+
+def _format_names() -> tuple[str, ...]:
+    sys.path.insert(0, str(ROOT / "src"))
+    try:
+        from simkernel.tables.formats import FORMATS
+    finally:
+        sys.path.pop(0)
+    return FORMATS
+
+
+def _format_name_uses(source: str, names: tuple[str, ...]) -> list[tuple[int, str]]:
+    """(line, name) of every string constant that is exactly a format's name (any case), or that a
+    format's name ends as an extension (".parquet")."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            value = node.value.lower()
+            if value in names or value.lstrip(".") in names and value.startswith("."):
+                found.append((node.lineno, node.value))
+    return sorted(found)
+
+
+def test_format_names_stay_in_tables():
+    """A file format is one module of simkernel.tables plus one registry line: nothing else branches on
+    a format's name."""
+    names = _format_names()
+    outside = {}
+    for path in _modules():
+        if path.suffix != ".py":
+            continue
+        relative = path.relative_to(SRC).as_posix()
+        if relative.startswith(FORMAT_NAME_PLACES + EXTRA_NAME_PLACES):
+            continue
+        uses = _format_name_uses(path.read_text(encoding="utf-8"), names)
+        if uses:
+            outside[relative] = uses
+    assert not outside, (
+        f"format names outside simkernel.tables and the parser (ask the format object): {outside}"
+    )
+
+
+def test_the_format_name_check_finds_a_branch():
+    source = 'if fmt == "parquet":\n    pass\nsuffix = ".jsonl"\nname = "parquet_rows"\n'
+    assert _format_name_uses(source, ("csv", "tsv", "jsonl", "parquet")) == [(1, "parquet"), (3, ".jsonl")]

@@ -11,7 +11,7 @@ torch, transformers, sentence_transformers or haystack):
   ``EvalTestCase`` and ``evaluate``.
 - ``simkernel.calibration``: ``calibrate`` (a score threshold from human labels) and ``Calibration``.
 - ``simkernel.scoring``: the scoring core (settings, the metric registry, one module per metric).
-- ``simkernel.tables``: the file formats; ``simkernel.batch``: the batch engine (``score_file``).
+- ``simkernel.tables``: the file formats; ``simkernel.batch``: the batch engine (``score_file``, ``calibrate_file``).
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ _LAZY = {
     "calibrate": "simkernel.calibration",
     "Calibration": "simkernel.calibration",
     "score_file": "simkernel.batch.api",
+    "calibrate_file": "simkernel.batch.calibrate",
 }
 
 __all__ = [
@@ -47,12 +48,14 @@ __all__ = [
     "SemanticSimilarityMetric",
     "TextEncoder",
     "calibrate",
+    "calibrate_file",
     "evaluate",
     "score_file",
 ]
 
 if TYPE_CHECKING:  # pragma: no cover
     from simkernel.batch.api import score_file
+    from simkernel.batch.calibrate import calibrate_file
     from simkernel.calibration import Calibration, calibrate
     from simkernel.components.evaluators import AnswerExactMatchEvaluator, SASEvaluator
     from simkernel.metrics.evaluation import evaluate

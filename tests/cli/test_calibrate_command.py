@@ -113,3 +113,37 @@ def test_errors_are_one_line_with_the_fix(cli, write, argv, code, message):
     assert result.code == code
     assert message in result.err
     assert result.err.count("\n") == 1 and result.out == ""
+
+
+def test_calibrate_file_returns_what_the_command_prints(cli, minilm, tmp_path):
+    """``simkernel.calibrate_file`` runs what ``simkernel calibrate`` runs: the same JSON, the same report
+    lines (but the time), on both metrics that run a model."""
+    import simkernel
+    from simkernel.calibration import Calibration
+
+    for argv, kwargs in [
+        ((EXAMPLES / "answers.csv", "--positive-from", "2"), {"metric": "sas", "positive_from": 2}),
+        ((EXAMPLES / "references.jsonl", "--mode", "reference"), {"metric": "reference"}),
+    ]:
+        out = tmp_path / "cli.json"
+        result = cli("calibrate", *argv, "--label", "label", "--bootstrap", "100", "--output-json", out)
+        assert result.code == 0, result.err
+        report = simkernel.calibrate_file(
+            argv[0], label="label", bootstrap=100, output_json=tmp_path / "api.json", **kwargs
+        )
+        assert isinstance(report.calibration, Calibration)
+        assert (tmp_path / "api.json").read_bytes() == out.read_bytes()
+        assert report.calibration.to_dict() == json.loads(out.read_text("utf-8"))
+        printed = result.out.splitlines()
+        assert report.lines()[:-1] == printed[:-1]
+        assert printed[-1].startswith("  time        ") and report.lines()[-1].startswith("  time        ")
+
+
+def test_calibrate_file_refuses_a_metric_without_a_model_and_a_misspelt_option():
+    import simkernel
+    from simkernel.errors import UsageError
+
+    with pytest.raises(UsageError, match="calibrate needs a metric that runs a model; 'exact' runs none"):
+        simkernel.calibrate_file(EXAMPLES / "answers.csv", label="label", metric="exact")
+    with pytest.raises(TypeError, match="ground_truths"):
+        simkernel.calibrate_file(EXAMPLES / "answers.csv", label="label", ground_truths="x")

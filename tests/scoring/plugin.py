@@ -10,13 +10,17 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 ENTRY = "length_ratio = tests.scoring.length_ratio_metric:METRIC"
+# the two-column metric, a plugin of its own (tests/scoring/test_multi_column_metric.py)
+PAIR_ENTRY = "length_pair = tests.scoring.length_pair_metric:METRIC"
 
 
-def write_plugin(folder: Path) -> Path:
-    info = folder / "simkernel_length_ratio-0.1.dist-info"
+def write_plugin(folder: Path, entry: str = ENTRY) -> Path:
+    name = entry.split("=")[0].strip()
+    info = folder / f"simkernel_{name}-0.1.dist-info"
     info.mkdir(parents=True, exist_ok=True)
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: simkernel-length-ratio\nVersion: 0.1\n")
-    (info / "entry_points.txt").write_text(f"[simkernel.metrics]\n{ENTRY}\n")
+    dashed = name.replace("_", "-")
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: simkernel-{dashed}\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text(f"[simkernel.metrics]\n{entry}\n")
     return folder
 
 
@@ -41,4 +45,5 @@ def uninstall_here(folder: Path) -> None:
     if str(folder) in sys.path:
         sys.path.remove(str(folder))
     registry._registered.pop("length_ratio", None)
+    registry._registered.pop("length_pair", None)
     registry._plugins_loaded = False

@@ -4,5 +4,6 @@
 checking pass, scoring pass, resumable output), :mod:`~simkernel.batch.rows` (checking rows by the
 metric's roles), :mod:`~simkernel.batch.survey`, :mod:`~simkernel.batch.engines` (local, or Ray by name),
 :mod:`~simkernel.batch.summary` and :mod:`~simkernel.batch.stats`; :func:`simkernel.score_file`
-(:mod:`~simkernel.batch.api`) is its Python face, ``simkernel score`` its command line.
+(:mod:`~simkernel.batch.api`) is its Python face, ``simkernel score`` its command line;
+:func:`simkernel.calibrate_file` (:mod:`~simkernel.batch.calibrate`) is ``simkernel calibrate``'s.
 """

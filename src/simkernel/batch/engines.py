@@ -42,7 +42,7 @@ class LocalEngine:
     def load(self) -> None:
         self.scorer.load()
 
-    def scores(self, inputs: Iterator[ChunkInputs], rows: int) -> Iterator[list[float]]:
+    def scores(self, inputs: Iterator[ChunkInputs], rows: int) -> Iterator[list[Any]]:
         for chunk in inputs:
             yield self.scorer.score(chunk.predicted, chunk.targets)
 
@@ -69,13 +69,13 @@ def file_set_runner(job: ScoreJob) -> Any:
     return _named(target) if target else None
 
 
-def score_in_chunks(scorer: Scorer, inputs: ChunkInputs, enabled: bool, chunk_rows: int = 256) -> list[float]:
+def score_in_chunks(scorer: Scorer, inputs: ChunkInputs, enabled: bool, chunk_rows: int = 256) -> list[Any]:
     """Every row of ``inputs`` scored in this process, ``chunk_rows`` per call, with a progress bar on a
     terminal when ``enabled`` (for commands that hold their rows in memory, such as ``calibrate``)."""
     from simkernel.batch.progress import ProgressBar
 
     total = len(inputs.predicted)
-    scores: list[float] = []
+    scores: list[Any] = []
     with ProgressBar(total, "scoring", enabled=None if enabled else False) as bar:
         for start in range(0, total, chunk_rows):
             stop = min(total, start + chunk_rows)

@@ -12,9 +12,10 @@ from simkernel.tables.formats import format_of
 
 def fingerprint(args: ScoreJob, path: str, fmt: str) -> dict[str, Any]:
     """What makes a run's output: the input file (path, size, modification time) and every option that
-    changes the output (not the engine, threads or batch size: scores do not depend on them)."""
+    changes the output (not the engine, threads or batch size: scores do not depend on them), and the
+    score columns of a metric that adds several."""
     stat = os.stat(path)
-    return {
+    identity = {
         "input": os.path.abspath(path),
         "input_bytes": stat.st_size,
         "input_mtime_ns": stat.st_mtime_ns,
@@ -31,3 +32,6 @@ def fingerprint(args: ScoreJob, path: str, fmt: str) -> dict[str, Any]:
         "allow_empty": args.allow_empty,
         "chunk_rows": args.chunk_rows,
     }
+    if args.metric.several_columns:  # the columns a metric adds (a one-column metric's: the mode says)
+        identity["score_columns"] = [name for name, _ in args.metric.output_columns(args.score_column)]
+    return identity

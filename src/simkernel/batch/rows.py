@@ -15,7 +15,7 @@ from typing import Any
 
 from simkernel.batch.job import ScoreJob
 from simkernel.errors import DataError
-from simkernel.tables.formats import JSON_CELL_FORMATS, LIST_CELL_FORMATS, position_unit
+from simkernel.tables.formats import table_format
 
 DEFAULT_COLUMNS = {"predicted": "predicted", "ground_truth": "ground_truth", "references": "references"}
 FLAGS = {"predicted": "--predicted", "ground_truth": "--ground-truth", "references": "--references"}
@@ -99,9 +99,9 @@ def check_columns(columns: dict[str, str], found_columns: list[str], source: str
 def read_inputs(table: Any, columns: dict[str, str], args: ScoreJob) -> ChunkInputs:
     """The checked inputs of every row of a whole :class:`~simkernel.tables.formats.Table` (its columns checked
     first); every bad row is counted, the first one named."""
-    if table.rows or table.format not in JSON_CELL_FORMATS:  # JSONL without rows has no keys to check
+    if table.rows or not table_format(table.format).keyed_rows:  # JSONL without rows has no keys to check
         check_columns(columns, table.columns, table.source, args)
-    problems = RowProblems(table.source, position_unit(table.format))
+    problems = RowProblems(table.source, table_format(table.format).unit)
     inputs = RowChecker(args, columns, table.format).check(table.rows, table.line_numbers, problems)
     problems.raise_if_any()
     return inputs
@@ -118,7 +118,8 @@ class RowChecker:
         self.args = args
         self.columns = columns
         self.fmt = fmt
-        self.lists_in_cells = fmt in LIST_CELL_FORMATS
+        self.lists_in_cells = table_format(fmt).lists_in_cells
+        self.json_cells = table_format(fmt).keyed_rows
         self.metric = args.metric
 
     def check(self, rows: list[dict], lines: list[int], problems: RowProblems) -> ChunkInputs:
@@ -156,7 +157,7 @@ class RowChecker:
             problems.add(line, f"no {column!r} field; every row needs the --references column")
             return []
         value = row[column]
-        if isinstance(value, str) and self.fmt not in JSON_CELL_FORMATS:
+        if isinstance(value, str) and not self.json_cells:
             try:
                 value = json.loads(value) if value.strip() else []
             except json.JSONDecodeError as exc:

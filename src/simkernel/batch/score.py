@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import time
 from array import array
+from typing import Any
 
 from simkernel.batch.engines import file_set_runner, make_engine
 from simkernel.batch.fingerprint import fingerprint
@@ -78,6 +79,8 @@ def run_job(args: ScoreJob) -> Summary:
         output=args.output,
         notes=notes,
         scored_rows=scored_now,
+        columns=[name for name, _ in args.metric.output_columns(args.score_column)],
+        primary=args.metric.primary_index,
     )
     if args.summary_json:
         write_summary_json(summary, args.summary_json)
@@ -174,10 +177,8 @@ def _survey(
             for row in chunk.rows:
                 survey.columns.update(dict.fromkeys(row))
         if infer_schema and survey.schema_error is None:
-            from simkernel.tables.parquet import unify
-
             try:
-                survey.arrow_schema = unify(
+                survey.arrow_schema = table_format(out_format).widen_schema(
                     survey.arrow_schema, chunk.rows, list(survey.columns), reader.source
                 )
             except DataError as exc:
@@ -193,13 +194,24 @@ def _survey(
 def _layout(
     reader: TableReader, survey: Survey, args, out_format: str, threshold: float | None
 ) -> OutputLayout:
-    from simkernel.tables.parquet import input_schema
+    schema = table_format(out_format).output_schema(
+        table_format(reader.format), list(survey.columns), survey.arrow_schema
+    )
+    return output_layout(args, out_format, list(survey.columns), threshold, schema)
 
-    schema = None
-    if table_format(out_format).typed and not table_format(reader.format).typed:
-        schema = input_schema(list(survey.columns), reader.format, survey.arrow_schema)
+
+def output_layout(
+    args: ScoreJob, out_format: str, input_columns: list[str], threshold: float | None, schema: Any
+) -> OutputLayout:
+    """The output's layout: the input's columns, then the metric's score columns (and success)."""
+    metric = args.metric
     return OutputLayout(
-        out_format, list(survey.columns), args.score_column, threshold, args.metric.score_type, schema
+        out_format,
+        input_columns,
+        metric.output_columns(args.score_column),
+        threshold,
+        schema,
+        primary=metric.primary_index,
     )
 
 

@@ -1,5 +1,8 @@
 """The summary ``simkernel score`` prints on stderr (and writes as JSON with ``--summary-json``).
 
+For a metric that adds several score columns, the figures below are its primary column's, and
+``columns`` adds each column's mean and correlations (absent from the JSON of a one-column metric).
+
 rows, mean score, pass rate (where a threshold applies), Pearson and Spearman correlation with the
 human labels (rows without a label are scored but left out of the correlation, and the summary says
 how many), time taken (in all, loading the model, scoring) and rows scored per second (scoring time only).
@@ -19,6 +22,16 @@ from simkernel.batch.stats import pearson, spearman
 
 
 @dataclass
+class ColumnSummary:
+    """One score column of a metric that adds several: its name, mean and correlations with the labels."""
+
+    name: str
+    mean: float | None
+    pearson: float | None
+    spearman: float | None
+
+
+@dataclass
 class Summary:
     rows: int
     description: str
@@ -35,17 +48,24 @@ class Summary:
     rows_per_s: float | None
     output: str
     notes: list[str] = field(default_factory=list)
+    primary_column: str | None = None
+    columns: list[ColumnSummary] | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        """JSON-ready: NaN (an undefined correlation) becomes null."""
-        return {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in asdict(self).items()}
+        """JSON-ready: NaN (an undefined correlation) becomes null; ``primary_column`` and ``columns``
+        only for a metric that adds several score columns."""
+        data = _plain(asdict(self))
+        if self.columns is None:
+            del data["primary_column"], data["columns"]
+        return data
 
     def lines(self) -> list[str]:
         out = [f"simkernel score: {self.rows} row{'s' if self.rows != 1 else ''}, {self.description}"]
         if self.rows == 0:
             out.append("  nothing to score: the input has a header but no rows")
         if self.mean_score is not None:
-            out.append(f"  mean score  {self.mean_score:.4f}")
+            primary = f" ({self.primary_column})" if self.columns is not None else ""
+            out.append(f"  mean score  {self.mean_score:.4f}{primary}")
         if self.threshold is not None and self.passed is not None:
             rate = self.passed / self.rows if self.rows else 0.0
             out.append(
@@ -60,6 +80,13 @@ class Summary:
                 )
             else:
                 out.append(f"  vs {self.label_column!r}  no row has a label; no correlation")
+        for column in self.columns or ():
+            if column.mean is None:
+                continue
+            figures = f"mean {column.mean:.4f}"
+            if self.label_column is not None and self.labelled_rows:
+                figures += f", vs {self.label_column!r} Pearson {_fmt(column.pearson)}, Spearman {_fmt(column.spearman)}"
+            out.append(f"  column      {column.name}: {figures}")
         speed = f", {self.rows_per_s:,.0f} rows/s" if self.rows_per_s else ""
         out.append(
             f"  time        {self.elapsed_s:.2f} s in all: model load {self.load_s:.2f} s, "
@@ -73,6 +100,16 @@ class Summary:
         stream = stream if stream is not None else sys.stderr
         stream.write("\n".join(self.lines()) + "\n")
         stream.flush()
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    return value
 
 
 def _fmt(value: float | None) -> str:
@@ -94,18 +131,24 @@ def summarize(
     output: str,
     notes: Sequence[str] = (),
     scored_rows: int | None = None,
+    columns: Sequence[str] = ("score",),
+    primary: int = 0,
 ) -> Summary:
     """Build the :class:`Summary` of one run (statistics in float64).
 
     ``scores`` and ``labels`` cover every row; a label is None (or NaN in a float array) where the row has
     none. ``scored_rows`` is how many of the rows this run scored, for the rate (default: all; fewer
-    when the run continued an interrupted one).
+    when the run continued an interrupted one). With several ``columns`` (the score columns' names),
+    ``scores`` holds each row's numbers in turn, and the figures are those of the column at ``primary``.
     """
-    values = np.asarray(scores, dtype=np.float64)
+    width = len(columns)
+    table = np.asarray(scores, dtype=np.float64).reshape(-1, width)
+    values = table[:, primary]
     rows = int(values.size)
     scored = rows if scored_rows is None else scored_rows
     passed = int(np.count_nonzero(values >= threshold)) if threshold is not None else None
     labelled = r = rho = None
+    keep = y = None
     if labels is not None:
         y_all = np.asarray([np.nan if label is None else label for label in labels], dtype=np.float64)
         keep = ~np.isnan(y_all)
@@ -113,6 +156,16 @@ def summarize(
         if labelled:
             x, y = values[keep], y_all[keep]
             r, rho = pearson(x, y), spearman(x, y)
+    column_summaries = None
+    if width > 1:
+        column_summaries = []
+        for index, name in enumerate(columns):
+            column = table[:, index]
+            cr = crho = None
+            if keep is not None and y is not None and labelled:
+                cr, crho = pearson(column[keep], y), spearman(column[keep], y)
+            mean = float(column.mean()) if rows else None
+            column_summaries.append(ColumnSummary(name, mean, cr, crho))
     return Summary(
         rows=rows,
         description=description,
@@ -129,4 +182,6 @@ def summarize(
         rows_per_s=scored / score_s if scored and score_s > 0 else None,
         output=output,
         notes=list(notes),
+        primary_column=columns[primary] if width > 1 else None,
+        columns=column_summaries,
     )

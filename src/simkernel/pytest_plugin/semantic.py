@@ -5,6 +5,10 @@ Scores are the cosine of the two texts' embeddings (float32, as ``SASEvaluator``
 process-wide shared :class:`~simkernel.runtime.TextEncoder`; with several expected texts the best (highest)
 score counts. Each comparison is recorded in the test's ``user_properties`` (texts shortened to 200
 characters), which is how the terminal summary counts them, across pytest-xdist workers too.
+
+Why it embeds through the runtime, not the registry's ``sas`` scorer: a comparison names the expected
+text that scored best (``Similarity.best``) and the scorer returns only the best score; and the fixture
+compares with a bi-encoder's cosines only, where ``sas`` would switch to a cross-encoder's scores.
 """
 
 from __future__ import annotations

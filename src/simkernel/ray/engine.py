@@ -93,7 +93,7 @@ class RayEngine:
             raise RuntimeError("RayEngine.load() must run before the workers are counted")
         return self.workers
 
-    def scores(self, inputs: Iterator[ChunkInputs], rows: int) -> Iterator[list[float]]:
+    def scores(self, inputs: Iterator[ChunkInputs], rows: int) -> Iterator[list[Any]]:
         """Each chunk's scores, in order, streaming (see the module docstring): at most ``in_flight``
         blocks are in the object store at a time, and memory here holds one chunk at a time."""
         import pyarrow as pa
@@ -103,7 +103,7 @@ class RayEngine:
         blocks = self._blocks(pa, inputs, size)
         try:
             pool = self._start_pool()
-            yield from _regroup(self._scored(pool, blocks, window, size))
+            yield from _regroup(self._scored(pool, blocks, window, size), self._score_names())
         except Exception as exc:
             if not type(exc).__module__.startswith("ray"):
                 raise
@@ -167,6 +167,10 @@ class RayEngine:
                 name: pa.array(targets),
             }
         )
+
+    def _score_names(self) -> list[str]:
+        """The score columns the workers add to a block (``score``, or ``score_{suffix}`` each)."""
+        return [name for name, _ in self.metric.output_columns("score")]
 
     def _scorer_kwargs(self) -> dict[str, Any]:
         """:class:`~simkernel.ray.MetricScorer`'s arguments: the metric, its settings on ``cpus`` threads."""
@@ -277,10 +281,10 @@ def _cause(exc: BaseException) -> str:
     return " ".join(text.split())[:1000]
 
 
-def _regroup(scored: Iterator[tuple[Any, bool]]) -> Iterator[list[float]]:
+def _regroup(scored: Iterator[tuple[Any, bool]], names: list[str]) -> Iterator[list[Any]]:
     """The scores of the scored blocks, (block, whether it ends its chunk), gathered back into chunks; the
-    rows must come in order."""
-    pending: list[float] = []
+    rows must come in order. ``names``: the blocks' score columns (several: a tuple of them a row)."""
+    pending: list[Any] = []
     expected_row = 0
     for batch, last in scored:
         rows = batch.column("row").to_pylist()
@@ -291,7 +295,8 @@ def _regroup(scored: Iterator[tuple[Any, bool]]) -> Iterator[list[float]]:
                 f"Ray returned rows out of order (row {rows[0] if rows else '?'} where {expected_row} was due); nothing was written to OUT, run again"
             )
         expected_row += len(rows)
-        pending.extend(batch.column("score").to_pylist())
+        columns = [batch.column(name).to_pylist() for name in names]
+        pending.extend(columns[0] if len(columns) == 1 else zip(*columns, strict=True))
         if last:
             yield pending
             pending = []

@@ -4,7 +4,8 @@ A block is a pyarrow Table of consecutive rows of one input file, with Ray Data'
 actor checks every row as the driver checks a single file (:class:`simkernel.batch.rows.RowChecker`) and
 scores the block with the scorer the Ray engine uses; it returns the block with these columns added:
 
-- ``__score``: the row's score (NaN where the block was not scored);
+- ``__score``: the row's score (NaN where the block was not scored); for a metric that adds several
+  columns, a list of them a row (in the metric's order);
 - ``__problem``: what is wrong with the row (null for a good row); a block with a bad row is not scored;
 - ``__label``: the row's label as a float (NaN where none, or no ``--label``);
 - ``__non_latin`` and ``__no_references``: the row counts behind the summary's notes.
@@ -63,14 +64,16 @@ class FileBlockScorer:
         rows = block.drop_columns([PATH]).to_pylist() if PATH in block.column_names else block.to_pylist()
         problems = _ByRow()
         inputs = self.checker.check(rows, list(range(len(rows))), problems)
-        scores = [math.nan] * len(rows)
+        width = len(self.metric.columns)
+        scores: list[Any] = [math.nan if width == 1 else [math.nan] * width] * len(rows)
         paths = set(block.column(PATH).to_pylist()) if PATH in block.column_names else set()
         if rows and not problems.messages and not paths <= self.check_only:
             scores = self._scores(pa, inputs)
+        score_type = pa.float64() if width == 1 else pa.list_(pa.float64())
         labels = [math.nan if v is None else v for v in inputs.labels] if inputs.labels is not None else None
         targets = inputs.targets
         added = {
-            "__score": pa.array(scores, pa.float64()),
+            "__score": pa.array(scores, score_type),
             "__problem": pa.array([problems.messages.get(i) for i in range(len(rows))], pa.string()),
             "__label": pa.array(labels if labels is not None else [math.nan] * len(rows), pa.float64()),
             "__non_latin": pa.array(
@@ -85,10 +88,12 @@ class FileBlockScorer:
             block = block.append_column(name, values)
         return block
 
-    def _scores(self, pa: Any, inputs: Any) -> list[float]:
+    def _scores(self, pa: Any, inputs: Any) -> list[Any]:
         targets = inputs.targets
         if self.metric.several_targets and any(not isinstance(t, str) for t in targets):
             targets = [[t] if isinstance(t, str) else t for t in targets]  # one type per column
         name = self.metric.target
         table = pa.table({"predicted": pa.array(inputs.predicted, pa.string()), name: pa.array(targets)})
-        return self.scorer(table).column("score").to_pylist()
+        scored = self.scorer(table)
+        columns = [scored.column(name).to_pylist() for name, _ in self.metric.output_columns("score")]
+        return columns[0] if len(columns) == 1 else [list(row) for row in zip(*columns, strict=True)]

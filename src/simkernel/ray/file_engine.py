@@ -1,7 +1,7 @@
 """The Ray engine on a file set (:mod:`simkernel.tables.file_sets`): the nodes read the files, not the driver.
 
-One Ray Data pipeline: ``ray.data.read_parquet`` / ``ray.data.read_csv`` read the files on the nodes (with
-``include_paths``, so each row keeps its file), ``map_batches`` checks and scores each block on
+One Ray Data pipeline: the format's reader (its module's ``ray_dataset``: ``ray.data.read_parquet``,
+``ray.data.read_csv``) reads the files on the nodes (with ``include_paths``, so each row keeps its file), ``map_batches`` checks and scores each block on
 ``--workers`` actors of ``--threads`` CPUs (:class:`simkernel.ray.file_blocks.FileBlockScorer`; restarted
 and retried if their process dies), and the driver iterates over the scored blocks in input order
 (``preserve_order``) and writes them. Ray Data's streaming executor keeps a bounded amount of data in the
@@ -9,9 +9,6 @@ object store (it reads ahead only as far as the actors keep up: its backpressure
 holds or puts the whole input. The read tasks reserve no CPU (``num_cpus=0``): reading is light next to
 the scoring, and with ``--workers`` taking every CPU of the cluster a read that waited for one would wait
 for ever.
-
-CSV and TSV are read by Arrow's CSV reader, every column as text (no type inference), quoted line breaks
-allowed, the header's names taken from the first line (stripped, as the driver's reader does).
 """
 
 from __future__ import annotations
@@ -24,7 +21,7 @@ from simkernel.ray.engine import RayEngine, block_rows
 from simkernel.ray.file_blocks import FileBlockScorer
 from simkernel.ray.scorers import MetricScorer
 from simkernel.tables.file_sets import FileSet
-from simkernel.tables.formats import DELIMITERS, table_format
+from simkernel.tables.formats import table_format
 
 
 class FileSetEngine(RayEngine):
@@ -41,14 +38,14 @@ class FileSetEngine(RayEngine):
         }
 
     def row_counts(self) -> list[int]:
-        """The rows of every file (Parquet: from the footers here; CSV/TSV: counted on the nodes)."""
+        """The rows of every file (from their metadata here where they say, Parquet's footers; else
+        counted on the nodes)."""
         fs = self.file_set
-        if table_format(fs.format).typed:
-            from simkernel.tables.parquet import parquet_rows
-
-            return [parquet_rows(name, name) for name in fs.files]
+        known = [table_format(fs.format).known_rows(name) for name in fs.files]
+        if None not in known:
+            return [int(n or 0) for n in known]
         ray = self._ray
-        count = ray.remote(num_cpus=1)(_csv_rows)
+        count = ray.remote(num_cpus=1)(_exact_rows)
         return list(ray.get([count.remote(name, fs.format, fs.columns) for name in fs.files]))
 
     def blocks(self, check_only: frozenset[str], rows_hint: int) -> Iterator[Any]:
@@ -61,12 +58,7 @@ class FileSetEngine(RayEngine):
         context.execution_options.preserve_order = True
         context.enable_progress_bars = False
         fs = self.file_set
-        if table_format(fs.format).typed:
-            dataset = ray.data.read_parquet(fs.files, include_paths=True, partitioning=None, num_cpus=0)
-        else:
-            dataset = ray.data.read_csv(
-                fs.files, include_paths=True, partitioning=None, num_cpus=0, **_csv_args(fs)
-            )
+        dataset = table_format(fs.format).ray_dataset(ray, fs.files, fs.columns)
         size = block_rows(max(rows_hint, 1), self.placed_workers, self.chunk_rows)
         scored = dataset.map_batches(
             FileBlockScorer,
@@ -97,24 +89,6 @@ class FileSetEngine(RayEngine):
             raise DataError(f"the Ray workers failed: {_cause(exc)}") from None
 
 
-def _csv_args(fs: FileSet) -> dict[str, Any]:
-    import pyarrow as pa
-    from pyarrow import csv
-
-    return {
-        "read_options": csv.ReadOptions(column_names=fs.columns, skip_rows=1),
-        "parse_options": csv.ParseOptions(delimiter=DELIMITERS[fs.format], newlines_in_values=True),
-        "convert_options": csv.ConvertOptions(
-            column_types={name: pa.string() for name in fs.columns},
-            strings_can_be_null=False,
-            quoted_strings_can_be_null=False,
-        ),
-    }
-
-
-def _csv_rows(name: str, fmt: str, columns: list[str]) -> int:
-    """The data rows of one CSV/TSV file, read as the pipeline reads it (run on a node)."""
-    from pyarrow import csv
-
-    args = _csv_args(FileSet(name, [name], fmt, columns))
-    return int(csv.read_csv(name, **args).num_rows)
+def _exact_rows(name: str, fmt: str, columns: list[str]) -> int:
+    """The data rows of one file, read as the pipeline reads it (run on a node)."""
+    return table_format(fmt).exact_rows(name, columns)

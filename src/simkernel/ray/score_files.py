@@ -25,38 +25,31 @@ from simkernel.batch.fingerprint import fingerprint
 from simkernel.batch.job import ScoreJob
 from simkernel.batch.progress import ProgressBar
 from simkernel.batch.rows import RowProblems, columns_of
+from simkernel.batch.score import output_layout
 from simkernel.batch.survey import BadInput, Survey, check_table_columns
 from simkernel.errors import DataError
 from simkernel.ray.file_blocks import ADDED, PATH
 from simkernel.tables.chunk import Chunk
 from simkernel.tables.file_sets import FileSet, open_file_set
-from simkernel.tables.formats import STDIO, rows_at_most, table_format
+from simkernel.tables.formats import STDIO, table_format
 from simkernel.tables.partial import PartialOutput, print_notice
-from simkernel.tables.writers import OutputLayout, StdoutOutput
+from simkernel.tables.writers import StdoutOutput
 
 
 def run_score_files(args: ScoreJob, threshold: float | None, out_format: str | None) -> Any:
     """Score the file set ``args.file``; returns (output, survey, engine, load_s, score_s) for the summary."""
     from simkernel.ray.file_engine import FileSetEngine
-    from simkernel.tables.parquet import input_schema
 
     fs = open_file_set(args.file, args.input_format)
     out_format = out_format or fs.format
     columns = columns_of(args)
     check_table_columns(columns, fs.columns, fs.source, args)
-    schema = (
-        input_schema(fs.columns, fs.format)
-        if table_format(out_format).typed and not table_format(fs.format).typed
-        else None
-    )
-    layout = OutputLayout(
-        out_format, fs.columns, args.score_column, threshold, args.metric.score_type, schema
-    )
+    schema = table_format(out_format).output_schema(table_format(fs.format), fs.columns, None)
+    layout = output_layout(args, out_format, fs.columns, threshold, schema)
     survey = Survey(columns=dict.fromkeys(fs.columns), labels=array("d") if args.label else None)
     survey.streaming = True
-    survey.rows_at_most = (
-        sum(rows_at_most(name, fs.format) for name in fs.files) if table_format(fs.format).typed else 0
-    )
+    known = [table_format(fs.format).known_rows(name) for name in fs.files]  # from the files' metadata
+    survey.rows_at_most = 0 if None in known else sum(n or 0 for n in known)
     output: StdoutOutput | PartialOutput
     if args.output == STDIO:
         output = StdoutOutput(layout)
@@ -124,7 +117,7 @@ def _rows_hint(fs: FileSet) -> int:
 
 def _chunks(
     blocks: Iterator[Any], fs: FileSet, survey: Survey, args: ScoreJob, skip: int
-) -> Iterator[tuple[Chunk, list[float]]]:
+) -> Iterator[tuple[Chunk, list[Any]]]:
     """The rows of the scored blocks cut into chunks of ``--chunk-rows`` from row ``skip`` on (every row
     tallied into ``survey``); a bad row raises :class:`BadInput` naming its file and row."""
     import pyarrow as pa
@@ -132,7 +125,7 @@ def _chunks(
     order = {name: i for i, name in enumerate(fs.files)}
     where = [-1, 0]  # the file now read (its index) and its rows so far
     pending: list[Any] = []
-    pending_scores: list[float] = []
+    pending_scores: list[Any] = []
     index = 0  # rows of the input before the pending ones
     chunk_rows = args.chunk_rows
     for block in blocks:
@@ -143,7 +136,7 @@ def _chunks(
         data = block.drop_columns([PATH, *ADDED])
         if fs.schema is not None:
             data = pa.Table.from_arrays(data.columns, schema=fs.schema)
-        scores = block.column("__score").to_pylist()
+        scores = _typed(args.metric, block.column("__score").to_pylist())
         start = 0
         if index < skip:  # rows an earlier run committed: counted, not written again
             start = min(len(scores), skip - index)
@@ -158,6 +151,17 @@ def _chunks(
             index += chunk_rows
     if pending_scores:
         yield _chunk(pa, pending, len(pending_scores), index, fs), pending_scores
+
+
+def _typed(metric: Any, scores: list[Any]) -> list[Any]:
+    """A block's ``__score`` values (float64, a list of them a row for several columns) in the types of
+    the metric's columns, as its scorer returned them: ints for int64, a tuple a row for several."""
+    kinds = [kind for _, kind in metric.columns]
+    if not metric.several_columns:
+        return [int(v) for v in scores] if kinds[0] == "int64" else scores
+    return [
+        tuple(int(v) if kind == "int64" else v for v, kind in zip(row, kinds, strict=True)) for row in scores
+    ]
 
 
 def _chunk(pa: Any, pending: list[Any], rows: int, first: int, fs: FileSet) -> Chunk:

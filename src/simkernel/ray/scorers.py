@@ -24,6 +24,8 @@ class MetricScorer:
     """Any metric of the scoring core's registry (:func:`simkernel.scoring.metric_names`): ``output`` = the
     score of ``predicted`` against the metric's target column (``ground_truth``: a text, or a list where
     the metric takes several; ``references``: a list, or a JSON list in a string), in the metric's type.
+    A metric that adds several columns adds ``{output}_{suffix}`` each
+    (:meth:`simkernel.scoring.Metric.output_columns`), each in its own type.
 
     ``settings`` are :class:`~simkernel.scoring.ScoringSettings` fields (``model``, ``precision``,
     ``batch_size``, ``threads``, ``aggregation``, ...); ``threads`` defaults to the CPUs Ray gave the actor.
@@ -41,7 +43,7 @@ class MetricScorer:
         self.metric = get_metric(metric)
         self.columns = {"predicted": predicted, self.metric.target: target or self.metric.target}
         self.output = output
-        self.dtype = np.dtype(self.metric.score_type)
+        self.outputs = [(name, np.dtype(kind)) for name, kind in self.metric.output_columns(output)]
         checked = ScoringSettings.from_options(**settings)
         if self.metric.loads_model:
             threads = checked.threads or actor_threads()
@@ -61,10 +63,11 @@ class MetricScorer:
             targets = batches.text_lists(batches.column(batch, name, "references"), name)
         else:
             targets = batches.column(batch, name, "ground truth texts")
-        if not predicted:
-            return batches.with_column(batch, self.output, np.zeros(0, dtype=self.dtype))
-        scores = self.scorer.score(predicted, targets)
-        return batches.with_column(batch, self.output, np.asarray(scores, dtype=self.dtype))
+        scores = self.scorer.score(predicted, targets) if predicted else []
+        columns = self.metric.score_columns(scores) if predicted else [[] for _ in self.outputs]
+        for (name, dtype), values in zip(self.outputs, columns, strict=True):
+            batch = batches.with_column(batch, name, np.asarray(values, dtype=dtype))
+        return batch
 
 
 class SASScorer(MetricScorer):
@@ -161,7 +164,7 @@ class Embedder:
 
 class BlockScorer:
     """A Ray actor around one of the scorers above, for ``simkernel score --engine ray``: built once per actor
-    (its model loaded then), ``score(block)`` returns the pyarrow block with its ``score`` column.
+    (its model loaded then), ``score(block)`` returns the pyarrow block with its score column(s).
     ``ready()`` answers once the constructor is done (the engine waits for every actor before handing out
     blocks)."""
 

@@ -5,6 +5,9 @@ one of these ids (or none: the first served model of the kind the endpoint needs
 the instance loaded then. A bi-encoder serves embeddings, similarity, SAS and reference match; a
 cross-encoder serves rerank and SAS. The evaluators and the metric's provider share the loaded model
 (``get_text_encoder`` / ``get_cross_encoder``), so every endpoint's requests share its forward passes.
+The SASEvaluator and the metric's provider serve ``/v1/sas`` and ``/v1/reference-match``, which answer
+the drop-ins' exact contracts (see :mod:`simkernel.serve.routes_eval`); ``/v1/score/{metric}`` uses the
+registry's scorers.
 """
 
 from __future__ import annotations

@@ -10,6 +10,11 @@ served), and answers its outputs: ``{"score", "individual_scores", "model"}``.
 ``"mean"``), ``threshold`` (a number, default 0.7, or ``"calibrated"``) and an optional ``model`` (a
 served bi-encoder), and answers the metric's result: ``name``, ``score``, ``success``, ``reason``,
 ``evaluation_cost``, ``evaluation_log``, plus ``threshold`` and ``model``.
+
+Why these two call the drop-ins, not the registry's scorers (``POST /v1/score/{metric}`` does): they answer
+the drop-ins' exact contracts, Haystack's (``[0.0]`` for no answers, its ``ValueError`` messages, ``score``
+the numpy mean) and eval_lib's (``reason``, ``evaluation_log``, ``threshold="calibrated"``), which the
+drop-ins implement on the scoring core's own functions.
 """
 
 from __future__ import annotations

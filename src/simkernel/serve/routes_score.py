@@ -6,7 +6,10 @@ target column (``ground_truth``: one text a row, or a list of texts where the me
 ``references``: a list of texts a row), an optional ``model`` (a served model; default the first served)
 and the metric's own settings that a request may set (``aggregation``); the server's ``--precision`` is
 the metric's precision. The answer: ``{"metric", "model", "scores", "mean"}``, one score a row, in the
-metric's numbers (float32 scores as the floats they hold), ``mean`` null for no rows.
+metric's numbers (float32 scores as the floats they hold), ``mean`` null for no rows. A metric that adds
+several columns answers its primary column in ``scores`` and ``mean``, and every column in
+``"columns": {suffix: {"scores": [...], "mean": ...}}`` (in the metric's order) with ``"primary"``, the
+primary column's suffix.
 """
 
 from __future__ import annotations
@@ -103,10 +106,24 @@ async def score(app_state: Any, body: dict[str, Any], metric_name: str) -> dict[
         raise invalid(str(exc)) from None
     scorer = await model_call(run_blocking(_scorer, metric, settings))
     scores = await model_call(run_blocking(scorer.score, predicted, targets)) if predicted else []
-    values = [float(s) if metric.score_type != "int64" else int(s) for s in scores]
-    return {
+    columns = {
+        suffix: _column(values, kind)
+        for (suffix, kind), values in zip(metric.columns, metric.score_columns(scores), strict=True)
+    }
+    primary = columns[metric.primary]
+    answer: dict[str, Any] = {
         "metric": metric.name,
         "model": model_id,
-        "scores": values,
-        "mean": sum(values) / len(values) if values else None,
+        "scores": primary["scores"],
+        "mean": primary["mean"],
     }
+    if metric.several_columns:
+        answer["primary"] = metric.primary
+        answer["columns"] = columns
+    return answer
+
+
+def _column(scores: list[Any], kind: str) -> dict[str, Any]:
+    """One score column of the answer: its numbers (ints for int64) and their mean (null for no rows)."""
+    values = [float(s) if kind != "int64" else int(s) for s in scores]
+    return {"scores": values, "mean": sum(values) / len(values) if values else None}

@@ -103,11 +103,27 @@ def _scores(n: int, keep: list[bool], values: Any, score_type: str) -> Any:
     return pd.Series(pd.arrays.FloatingArray(out, mask))
 
 
+def _struct(n: int, keep: list[bool], values: Any, columns: Any) -> Any:
+    """A pandas DataFrame of ``n`` rows, one nullable column per (suffix, type) of ``columns``: each
+    row's tuple of ``values`` at the kept rows, nulls elsewhere (Spark reads it as a struct column)."""
+    import pandas as pd
+
+    by_column = [[row[i] for row in values] for i in range(len(columns))]
+    return pd.DataFrame(
+        {
+            suffix: _scores(n, keep, column, kind)
+            for (suffix, kind), column in zip(columns, by_column, strict=True)
+        }
+    )
+
+
 def metric_udf(metric: str = "sas", *, ship: bool = True, name: str | None = None, **settings: Any) -> Any:
     """Any metric of the scoring core's registry (:func:`simkernel.scoring.metric_names`):
     ``metric_udf("sas")(predicted, target)`` is a column of the metric's scores (``float`` for float32
     scores, ``double`` for float64, ``long`` for int64), ``target`` the metric's target column (a ground
-    truth, or an array of them where the metric takes several; an array of references). ``settings``
+    truth, or an array of them where the metric takes several; an array of references). A metric that
+    adds several columns gives a struct column, one field per column named by its suffix
+    (``metric_udf("bertscore")(p, t).F``); a row with a null text gets nulls in every field. ``settings``
     are :class:`~simkernel.scoring.ScoringSettings` fields; ``threads`` None uses ``spark.task.cpus``;
     ``name`` is the UDF's name in Spark's column names (default: the metric's)."""
     from simkernel.scoring.registry import get_metric
@@ -142,9 +158,14 @@ def metric_udf(metric: str = "sas", *, ship: bool = True, name: str | None = Non
             key = _key(metric_name, key_settings, repr(sorted(checked.as_dict().items())))
             scorer = cached(key, lambda: _scorer(metric_name, checked, shipped))
             scores = scorer.score([texts[i] for i in rows], [values[i] for i in rows])
+        if chosen.several_columns:
+            return _struct(len(texts), keep, scores, chosen.columns)
         return _scores(len(texts), keep, scores, score_type)
 
     score.__name__ = score.__qualname__ = name or chosen.name
+    if chosen.several_columns:
+        fields = ", ".join(f"{suffix}: {_SPARK_TYPES[kind]}" for suffix, kind in chosen.columns)
+        return _pandas_udf(score, f"struct<{fields}>", ("predicted", "targets"))
     return _pandas_udf(score, _SPARK_TYPES[chosen.score_type], ("predicted", "targets"))
 
 

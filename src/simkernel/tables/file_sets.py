@@ -17,9 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from simkernel.errors import DataError, UsageError
-from simkernel.tables.formats import STDIO, format_of
-
-READ_ON_NODES = ("parquet", "csv", "tsv")
+from simkernel.tables.formats import STDIO, format_of, table_format
 
 
 @dataclass
@@ -62,13 +60,14 @@ def open_file_set(path: str, fmt: str | None) -> FileSet:
             f"{path} holds files of several formats ({', '.join(sorted(str(f) for f in formats))}); give a folder or glob of one format"
         )
     found = formats.pop()
-    if found not in READ_ON_NODES:
+    if found is None or not table_format(found).read_on_nodes:
         raise UsageError(
             f"--engine ray reads a folder or glob of Parquet, CSV or TSV files, not {found}; convert them, or score each file on its own"
         )
-    columns, schema = _header(files[0], found)
+    kind = table_format(found)
+    columns, schema = kind.header_columns(files[0])
     for name in files[1:]:
-        other, other_schema = _header(name, found)
+        other, other_schema = kind.header_columns(name)
         if other != columns or (schema is not None and not other_schema.equals(schema)):
             raise DataError(
                 f"{name} has other columns than {files[0]} ({', '.join(other)} against {', '.join(columns)}); every file of {path} needs the same columns"
@@ -96,21 +95,6 @@ def _known(name: str) -> bool:
         return format_of(name) is not None
     except UsageError:
         return False
-
-
-def _header(name: str, fmt: str) -> tuple[list[str], Any]:
-    if fmt == "parquet":
-        from simkernel.tables.parquet import _pq
-
-        try:
-            schema = _pq().read_schema(name).remove_metadata()
-        except (OSError, ValueError) as exc:
-            raise DataError(f"{name} is not a readable Parquet file ({exc}); check the file") from None
-        return list(schema.names), schema
-    from simkernel.tables.readers import open_table
-
-    with open_table(name, fmt) as reader:
-        return list(reader.columns), None
 
 
 def _stat(name: str) -> tuple[int, int]:

@@ -1,4 +1,4 @@
-"""Parquet input and output of ``simkernel score`` through pyarrow (the ``parquet`` extra, imported here).
+"""Parquet: input and output of ``simkernel score`` through pyarrow (the ``parquet`` extra, imported here).
 
 Input is read in record batches and cut into chunks of exactly ``chunk_rows`` rows; each chunk keeps its
 rows as a pyarrow Table, so Parquet output keeps every input column with its type. Output is written one
@@ -11,12 +11,15 @@ an error before the model loads, since a Parquet column has one type).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
 from simkernel._optional import import_optional
 from simkernel.errors import DataError
 from simkernel.tables.chunk import Chunk
+from simkernel.tables.table_format import OutputParts, TableFormat
 
 
 def pyarrow(feature: str = "reading and writing Parquet files") -> Any:
@@ -83,11 +86,11 @@ def parquet_chunks(path: str, chunk_rows: int, skip_rows: int = 0) -> Iterator[A
         yield chunk_of(pa.Table.from_batches(pending).combine_chunks(), index)
 
 
-def input_schema(columns: Sequence[str], fmt: str, inferred: Any = None) -> Any:
+def input_schema(columns: Sequence[str], source: TableFormat, inferred: Any = None) -> Any:
     """The pyarrow schema of text input's ``columns``, in their order: every column a string for CSV/TSV,
-    for JSONL the types :func:`unify` inferred from the values (None when there were no rows)."""
+    for JSONL (keyed rows) the types :func:`unify` inferred from the values (None when there were no rows)."""
     pa = pyarrow()
-    if fmt in ("csv", "tsv"):
+    if not source.keyed_rows:
         return pa.schema([(name, pa.string()) for name in columns])
     if inferred is None:
         return None
@@ -110,34 +113,29 @@ def unify(schema: Any, rows: list[dict[str, Any]], columns: Sequence[str], sourc
     return widened
 
 
-def output_table(
-    chunk: Any,
-    schema: Any,
-    score_column: str,
-    score_type: str,
-    scores: Sequence[float],
-    successes: Sequence[bool] | None,
-) -> Any:
-    """The chunk's rows as a pyarrow Table (input types kept) with the score (and success) columns added."""
+def output_table(chunk: Any, schema: Any, added: Sequence[tuple[str, str, Sequence[Any]]]) -> Any:
+    """The chunk's rows as a pyarrow Table (input types kept) with the ``added`` columns ((name, Arrow
+    type, values) each: the scores, and ``bool`` success) after them."""
     pa = pyarrow()
     if chunk.arrow is not None:
         table = chunk.arrow
     else:
         table = pa.Table.from_pylist(chunk.rows, schema=schema)
-    table = table.append_column(score_column, pa.array(scores, type=getattr(pa, score_type)()))
-    if successes is not None:
-        table = table.append_column("success", pa.array(successes, type=pa.bool_()))
+    for name, kind, values in added:
+        table = table.append_column(name, pa.array(values, type=_arrow_type(pa, kind)))
     return table
 
 
-def empty_table(schema: Any, score_column: str, score_type: str, with_success: bool) -> Any:
+def empty_table(schema: Any, added: Sequence[tuple[str, str]]) -> Any:
     """A table with no rows and the output's columns (for an input with no rows)."""
     pa = pyarrow()
     fields = list(schema) if schema is not None else []
-    fields.append(pa.field(score_column, getattr(pa, score_type)()))
-    if with_success:
-        fields.append(pa.field("success", pa.bool_()))
+    fields.extend(pa.field(name, _arrow_type(pa, kind)) for name, kind in added)
     return pa.schema(fields).empty_table()
+
+
+def _arrow_type(pa: Any, kind: str) -> Any:
+    return pa.bool_() if kind == "bool" else getattr(pa, kind)()
 
 
 def write_part(table: Any, path: str) -> None:
@@ -165,3 +163,128 @@ class StreamWriter:
         if self.writer is not None:
             self.writer.close()
             self.writer = None
+
+
+class ParquetFormat(TableFormat):
+    """Parquet: typed columns kept from input to output, a cell may hold a list; positions count rows."""
+
+    name = "parquet"
+    extensions = (".parquet", ".pq")
+    typed = True
+    lists_in_cells = True
+    read_on_nodes = True
+    unit = "row"
+
+    def require_support(self) -> None:
+        pyarrow()
+
+    def sniffs(self, head: bytes, text: str) -> bool:
+        return head.startswith(b"PAR1")
+
+    def columns(self, reader: Any) -> list[str]:
+        return parquet_columns(reader.path, reader.source)
+
+    def chunks(self, reader: Any, chunk_rows: int, skip_rows: int) -> Iterator[Chunk]:
+        return parquet_chunks(reader.path, chunk_rows, skip_rows)
+
+    def rows_at_most(self, path: str) -> int:
+        return parquet_rows(path, path)
+
+    def known_rows(self, path: str) -> int | None:
+        return parquet_rows(path, path)
+
+    def header_columns(self, path: str) -> tuple[list[str], Any]:
+        try:
+            schema = _pq().read_schema(path).remove_metadata()
+        except (OSError, ValueError) as exc:
+            raise DataError(f"{path} is not a readable Parquet file ({exc}); check the file") from None
+        return list(schema.names), schema
+
+    def render_chunk(
+        self, chunk: Chunk, columns: Sequence[str], added: list[tuple[str, str, list[Any]]], schema: Any
+    ) -> Any:
+        return output_table(chunk, schema, added)
+
+    def empty_output(self, added: list[tuple[str, str]], schema: Any) -> Any:
+        return empty_table(schema, added)
+
+    def output_schema(self, source: TableFormat, columns: Sequence[str], inferred: Any) -> Any:
+        return None if source.typed else input_schema(columns, source, inferred)
+
+    def widen_schema(
+        self, schema: Any, rows: list[dict[str, Any]], columns: Sequence[str], source: str
+    ) -> Any:
+        return unify(schema, rows, columns, source)
+
+    def parts(self, folder: Path) -> OutputParts:
+        return ParquetParts(folder)
+
+    def stdout_writer(self, stream: Any) -> Any:
+        return ParquetStdout(stream)
+
+    def ray_dataset(self, ray: Any, files: list[str], columns: list[str]) -> Any:
+        return ray.data.read_parquet(files, include_paths=True, partitioning=None, num_cpus=0)
+
+    def exact_rows(self, path: str, columns: list[str]) -> int:
+        return parquet_rows(path, path)
+
+
+class ParquetParts(OutputParts):
+    """One Parquet file per committed chunk (``chunk-000000.parquet``...), merged into one at the end."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.chunks = 0
+
+    def _part(self, index: int) -> Path:
+        return self.folder / f"chunk-{index:06d}.parquet"
+
+    def resume(self, state: dict[str, Any]) -> None:
+        self.chunks = int(state["chunks"])
+        for part in self.folder.glob("chunk-*.parquet*"):
+            if not part.name.endswith(".parquet") or int(part.stem.split("-")[1]) >= self.chunks:
+                part.unlink()
+
+    def commit(self, payload: Any, index: int) -> None:
+        name = self._part(index)
+        write_part(payload, str(name) + ".tmp")
+        with open(str(name) + ".tmp", "rb") as part:
+            os.fsync(part.fileno())
+        os.replace(str(name) + ".tmp", name)
+        self.chunks = index + 1
+
+    def written_bytes(self) -> int:
+        return sum(p.stat().st_size for p in self.folder.glob("chunk-*.parquet"))
+
+    def finish(self, empty: Any) -> Path:
+        final = self.folder / "output.parquet"
+        with open(final, "wb") as sink:
+            writer = StreamWriter(sink)
+            for index in range(self.chunks):
+                writer.write(read_part(str(self._part(index))))
+            if self.chunks == 0:
+                writer.write(empty)
+            writer.close()
+            sink.flush()
+            os.fsync(sink.fileno())
+        return final
+
+
+class ParquetStdout:
+    """Parquet written to a binary stream one row group per chunk."""
+
+    def __init__(self, stream: Any) -> None:
+        self.stream = stream
+        self.writer = StreamWriter(stream)
+
+    def write(self, payload: Any) -> None:
+        self.writer.write(payload)
+
+    def close(self, empty: Any) -> None:
+        if self.writer.writer is None:
+            self.writer.write(empty)
+        self.writer.close()
+        self.stream.flush()
+
+
+PARQUET = ParquetFormat()

@@ -4,7 +4,10 @@ While a run scores, its output grows in a folder beside OUT, ``.<OUT's name>.sim
 
     output.part          CSV, TSV, JSONL: the header and the rows committed so far
     chunk-000000.parquet Parquet: one file per committed chunk (merged into one file at the end)
-    scores.f64           the committed rows' scores, float64 little-endian (for the summary on resume)
+
+(what the output format keeps is its module's :class:`~simkernel.tables.table_format.OutputParts`)
+    scores.f64           the committed rows' scores, float64 little-endian, row after row (each row's
+                         score columns in turn; for the summary on resume)
     state.json           what the run is (input and options) and how much of it is committed
     lock                 held (flock) by the run writing the folder
 
@@ -32,7 +35,7 @@ from typing import Any
 import numpy as np
 
 from simkernel.errors import DataError, UsageError
-from simkernel.tables.formats import human_size
+from simkernel.tables.table_format import human_size
 from simkernel.tables.writers import OutputLayout
 
 STATE_VERSION = 1
@@ -70,7 +73,7 @@ class PartialOutput:
         self.total_rows = total_rows  # the input's rows, when known: sizes what a full disk needs
         self.scores = array("d")
         self._lock: Any = None
-        self._text: Any = None
+        self._parts = layout.table_format.parts(self.folder)
         self._scores_file: Any = None
         self._committed_bytes = self._committed_rows = 0  # as the last state.json says
         try:
@@ -142,9 +145,7 @@ class PartialOutput:
             else:
                 entry.unlink()
         self._scores_file = open(self.folder / "scores.f64", "w+b")  # noqa: SIM115
-        if self.layout.format != "parquet":
-            self._text = open(self.folder / "output.part", "w+b")  # noqa: SIM115
-            self._text.write(self.layout.header())
+        self._parts.start(self.layout.header())
         self._sync()
         self._write_state()
 
@@ -153,58 +154,45 @@ class PartialOutput:
         self._committed_bytes = int(state["bytes"])
         self.chunks_done = int(state["chunks"])
         self._scores_file = open(self.folder / "scores.f64", "r+b")  # noqa: SIM115
-        self._scores_file.truncate(8 * self.rows_done)
+        size = 8 * self.layout.width * self.rows_done
+        self._scores_file.truncate(size)
         self._scores_file.seek(0)
         data = self._scores_file.read()
-        if len(data) != 8 * self.rows_done:
+        if len(data) != size:
             raise DataError(
                 f"--resume: {self.folder / 'scores.f64'} is shorter than its state says; drop --resume to start over"
             )
         self.scores = array("d", np.frombuffer(data, dtype="<f8"))
         self.resumed_rows = self.rows_done
         self._scores_file.seek(0, os.SEEK_END)
-        if self.layout.format == "parquet":
-            for part in self.folder.glob("chunk-*.parquet*"):
-                if not part.name.endswith(".parquet") or int(part.stem.split("-")[1]) >= self.chunks_done:
-                    part.unlink()
-        else:
-            self._text = open(self.folder / "output.part", "r+b")  # noqa: SIM115
-            self._text.truncate(self._committed_bytes)
-            self._text.seek(0, os.SEEK_END)
+        self._parts.resume(state)
 
     # -- committing ---------------------------------------------------------------------------------
 
-    def commit(self, payload: Any, scores: list[float]) -> None:
-        """Add one scored chunk: its output (bytes, or a pyarrow Table for Parquet) and its scores."""
+    def commit(self, payload: Any, scores: list[Any]) -> None:
+        """Add one scored chunk: its output (bytes, or a pyarrow Table for Parquet) and its scores (one
+        number a row, or one tuple a row for several score columns)."""
         try:
-            if self.layout.format == "parquet":
-                from simkernel.tables.parquet import write_part
-
-                name = self.folder / f"chunk-{self.chunks_done:06d}.parquet"
-                write_part(payload, str(name) + ".tmp")
-                with open(str(name) + ".tmp", "rb") as part:
-                    os.fsync(part.fileno())
-                os.replace(str(name) + ".tmp", name)
-            else:
-                self._text.write(payload)
-            self._scores_file.write(np.asarray(scores, dtype="<f8").tobytes())
+            self._parts.commit(payload, self.chunks_done)
+            flat = self.layout.flat(scores)
+            self._scores_file.write(np.asarray(flat, dtype="<f8").tobytes())
             self._sync()
             self.rows_done += len(scores)
             self.chunks_done += 1
-            self.scores.extend(scores)
+            self.scores.extend(flat)
             self._write_state()
         except OSError as exc:
             pending = len(payload) if isinstance(payload, bytes) else int(getattr(payload, "nbytes", 0))
             raise self._write_failure(exc, pending, len(scores)) from None
 
     def _sync(self) -> None:
-        for handle in (self._text, self._scores_file):
-            if handle is not None:
-                handle.flush()
-                os.fsync(handle.fileno())
+        self._parts.sync()
+        if self._scores_file is not None:
+            self._scores_file.flush()
+            os.fsync(self._scores_file.fileno())
 
     def _write_state(self) -> None:
-        size = self._text.tell() if self._text is not None else 0
+        size = self._parts.state()["bytes"]
         state = {
             "version": STATE_VERSION,
             "fingerprint": self.fingerprint,
@@ -225,39 +213,16 @@ class PartialOutput:
     def finish(self) -> None:
         """Put the complete output onto OUT (atomically) and remove the folder."""
         try:
-            if self.layout.format == "parquet":
-                final = self._merge_parts()
-            else:
-                self._sync()
-                self._text.close()
-                self._text = None
-                final = self.folder / "output.part"
+            final = self._parts.finish(self.layout.empty())
             os.replace(final, self.out)
         except OSError as exc:
             raise self._write_failure(exc, 0, 0, finishing=True) from None
         self._close_files()
         shutil.rmtree(self.folder, ignore_errors=True)
 
-    def _merge_parts(self) -> Path:
-        from simkernel.tables.parquet import StreamWriter, read_part
-
-        final = self.folder / "output.parquet"
-        with open(final, "wb") as sink:
-            writer = StreamWriter(sink)
-            for index in range(self.chunks_done):
-                writer.write(read_part(str(self.folder / f"chunk-{index:06d}.parquet")))
-            if self.chunks_done == 0:
-                writer.write(self.layout.empty())
-            writer.close()
-            sink.flush()
-            os.fsync(sink.fileno())
-        return final
-
     def _written_bytes(self) -> int:
         """Bytes of output committed so far (the text file, or the Parquet parts)."""
-        if self.layout.format != "parquet":
-            return self._committed_bytes
-        return sum(p.stat().st_size for p in self.folder.glob("chunk-*.parquet"))
+        return self._parts.written_bytes()
 
     def _write_failure(
         self, exc: OSError, pending_bytes: int, pending_rows: int, finishing: bool = False
@@ -298,7 +263,8 @@ class PartialOutput:
         shutil.rmtree(self.folder, ignore_errors=True)
 
     def _close_files(self) -> None:
-        for name in ("_text", "_scores_file", "_lock"):
+        self._parts.close()
+        for name in ("_scores_file", "_lock"):
             handle = getattr(self, name)
             if handle is not None:
                 with contextlib.suppress(OSError):

@@ -26,7 +26,7 @@ def read_table(path: str, fmt: str | None = None) -> Table:
         for chunk in reader.chunks(65536):
             rows.extend(chunk.rows)
             lines.extend(chunk.lines)
-            if reader.format == "jsonl":
+            if reader.table_format.keyed_rows:  # the columns are every row's keys
                 for row in chunk.rows:
                     columns.update(dict.fromkeys(row))
         return Table(list(columns), rows, lines, reader.format, reader.source)

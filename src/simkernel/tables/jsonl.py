@@ -1,0 +1,67 @@
+"""JSON Lines: one JSON object a line; the columns are the rows' keys (in the order first seen), a cell
+holds any JSON value (a list stays a list). Written with each row's own keys in order, then the added
+ones, UTF-8 unescaped."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
+
+from simkernel.errors import DataError
+from simkernel.tables.text import TextFormat, json_value, text_lines
+
+
+class JsonLines(TextFormat):
+    name = "jsonl"
+    extensions = (".jsonl", ".ndjson")
+    keyed_rows = True
+    lists_in_cells = True
+
+    def sniffs(self, head: bytes, text: str) -> bool:
+        return text.startswith("{")
+
+    def columns(self, reader: Any) -> list[str]:
+        for _, row in self.rows(reader):
+            return list(row)
+        return []
+
+    def rows(self, reader: Any) -> Iterator[tuple[int, dict[str, Any]]]:
+        source = reader.source
+        for number, line in enumerate(text_lines(reader, newline="\n"), start=1):
+            line = line.removesuffix("\n").removesuffix("\r")
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise DataError(
+                    f"{source} line {number}: not valid JSON ({exc.msg} at column {exc.colno}); each line must hold one JSON object"
+                ) from None
+            if "\\u" in line and _has_lone_surrogate(row):
+                raise DataError(
+                    f"{source} line {number}: a \\u escape gives a lone surrogate (U+D800-U+DFFF without its pair), which is not Unicode text; fix that escape"
+                )
+            if not isinstance(row, dict):
+                raise DataError(
+                    f'{source} line {number}: a JSON {type(row).__name__} where a JSON object is expected; each line must hold one object like {{"predicted": "...", "ground_truth": "..."}}'
+                )
+            yield number, row
+
+    def render_rows(self, rows: Iterable[dict[str, Any]], columns: Sequence[str], header: bool) -> bytes:
+        text = "".join(json.dumps(row, ensure_ascii=False, default=json_value) + "\n" for row in rows)
+        return text.encode("utf-8")
+
+
+def _has_lone_surrogate(value: Any) -> bool:
+    """Whether a parsed JSON value holds a string (value or key) with an unpaired surrogate."""
+    if isinstance(value, str):
+        return not value.isascii() and any("\ud800" <= c <= "\udfff" for c in value)
+    if isinstance(value, list):
+        return any(_has_lone_surrogate(v) for v in value)
+    if isinstance(value, dict):
+        return any(_has_lone_surrogate(k) or _has_lone_surrogate(v) for k, v in value.items())
+    return False
+
+
+JSONL = JsonLines()
