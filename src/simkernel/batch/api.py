@@ -33,7 +33,7 @@ def score_file(
         ``engine="ray"`` also a folder or glob of Parquet / CSV / TSV files, read on the cluster's nodes.
     :param output: the output file (``"-"``: stdout).
     :param metric: a metric of :func:`simkernel.scoring.metric_names` (``"sas"``, ``"reference"``,
-        ``"exact"``, and any a plugin registers).
+        ``"exact"``, ``"bertscore"``, and any a plugin registers); ``metric_options={...}``: its own settings.
     :param engine: ``"local"`` (this process) or ``"ray"`` (a Ray cluster; ``address=``, ``workers=``,
         ``ray_in_flight=``).
     :param progress: show the progress bar and the output notices on stderr (the command line's default).

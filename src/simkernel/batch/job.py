@@ -31,7 +31,8 @@ class ScoreJob:
     - ``mode``: the metric's name (:func:`simkernel.scoring.metric_names`); ``predicted``, ``ground_truth``,
       ``references``: column names (default: the role's name); ``label``: a column of human labels;
     - ``model``, ``precision``, ``batch_size``, ``threads``, ``cache_dir``, ``aggregation``: the metric's
-      :class:`~simkernel.scoring.ScoringSettings`; ``threshold``: a number or ``"calibrated"``;
+      :class:`~simkernel.scoring.ScoringSettings`; ``metric_options``: the metric's own settings (name ->
+      value, e.g. bertscore's ``layer``); ``threshold``: a number or ``"calibrated"``;
     - ``score_column``, ``allow_empty``, ``chunk_rows``, ``resume``, ``quiet``, ``summary_json``;
     - ``engine``: ``"local"`` or ``"ray"``; ``address``, ``workers``, ``ray_in_flight``: the Ray engine's.
     """
@@ -50,6 +51,7 @@ class ScoreJob:
     threads: int | None = None
     cache_dir: str | None = None
     aggregation: str | None = None
+    metric_options: dict[str, Any] | None = None
     threshold: float | str | None = None
     allow_empty: bool = False
     input_format: str | None = None
@@ -83,6 +85,7 @@ class ScoreJob:
             batch_size=self.batch_size,
             cache_dir=self.cache_dir,
             aggregation=self.aggregation,
+            options=dict(self.metric_options) if self.metric_options else None,
         )
 
     def as_options(self) -> dict[str, Any]:

@@ -150,6 +150,13 @@ def check_mode_options(args: ScoreJob) -> None:
         raise UsageError(
             f"{', '.join(given)} does not apply to --mode {args.mode}; drop it or choose another --mode"
         )
+    unknown = sorted(set(args.metric_options or {}) - set(metric.options))
+    if unknown:
+        takes_text = ", ".join(sorted(metric.options)) or "none"
+        raise UsageError(
+            f"--metric-option {', '.join(unknown)} does not apply to --mode {args.mode} (its options: "
+            f"{takes_text}); drop it or choose another --mode"
+        )
 
 
 def _survey(

@@ -27,6 +27,10 @@ modes:
              references), each similarity clamped to [0, 1], then --aggregation max|mean;
              success = score >= --threshold (default 0.7).
   exact      exact match (Haystack's AnswerExactMatchEvaluator): 1 if the texts are identical.
+  bertscore  BERTScore (bert_score 0.3.13): columns score_P, score_R, score_F (F the primary one) of
+             --predicted against --ground-truth; --metric-option layer=N (default: bert_score's tuned
+             layer, else the model's last), --metric-option baseline=FILE (rescaling; see
+             simkernel bertscore-baseline).
 
 The default model is {DEFAULT_MODEL} (English only), which `simkernel models prepare` builds
 offline; pass --model for another id or a local folder.
@@ -45,6 +49,25 @@ exit status: 0 success, 1 bad data or model (the message names the line or file)
 example:
   simkernel score examples/answers.csv --label label --output scored.csv
 """
+
+
+class _MetricOption(argparse.Action):
+    """``--metric-option NAME=VALUE``, repeatable, collected into one dict (VALUE an int, a float or text)."""
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:  # type: ignore[override]
+        name, sep, text = str(values).partition("=")
+        if not sep or not name.strip():
+            parser.error(f"--metric-option takes NAME=VALUE (e.g. layer=4), got {values!r}")
+        value: int | float | str = text
+        for convert in (int, float):
+            try:
+                value = convert(text)
+                break
+            except ValueError:
+                continue
+        options = dict(getattr(namespace, self.dest, None) or {})
+        options[name.strip()] = value
+        setattr(namespace, self.dest, options)
 
 
 def _positive_int(text: str) -> int:
@@ -148,6 +171,14 @@ def _add_score(commands: argparse._SubParsersAction) -> None:
     scoring = score.add_argument_group("scoring")
     scoring.add_argument(
         "--aggregation", choices=AGGREGATIONS, help="reference mode: combine the references (default: max)"
+    )
+    scoring.add_argument(
+        "--metric-option",
+        dest="metric_options",
+        action=_MetricOption,
+        metavar="NAME=VALUE",
+        help="a setting of the mode's own (repeatable), e.g. bertscore's layer=4; VALUE is read as an "
+        "integer or a number when it is one, else as text",
     )
     scoring.add_argument(
         "--threshold",

@@ -229,8 +229,9 @@ class NativeStderr:
 
 
 def scorer_settings(metric: Any, settings: Any, threads: int) -> dict[str, Any]:
-    """The settings ``metric`` takes, as keyword arguments for a worker's scorer, on ``threads`` threads."""
-    taken = metric.settings - {"cache_dir"}  # workers keep no embedding cache
+    """The settings ``metric`` takes (its own ``options`` included), as keyword arguments for a worker's
+    scorer, on ``threads`` threads."""
+    taken = (metric.settings - {"cache_dir"}) | {"options"}  # workers keep no embedding cache
     kwargs = {name: value for name, value in settings.as_dict().items() if name in taken}
     if "threads" in taken:
         kwargs["threads"] = threads

@@ -62,7 +62,11 @@ class Metric:
     - ``columns``: for a metric that adds several columns (BERTScore's P, R and F), each one's
       ``(suffix, Arrow type)`` in the order its scorer returns them; empty (the default): one column, of
       ``score_type``. ``primary``: the suffix of the column that ``--threshold`` / success, calibration
-      and the summary's pass rate read (default: the first); its type must be ``score_type``.
+      and the summary's pass rate read (default: the first); its type must be ``score_type``;
+    - ``options``: the names of its own settings, given in :attr:`ScoringSettings.options`
+      (``--metric-option NAME=VALUE``, ``score_file(metric_options={...})``); the entry points refuse others;
+    - ``token_layers``: its model runs as a token encoder (the model's token-layers bundle, not its
+      sentence-embedding one): what an engine ships to its workers.
 
     Column names (:meth:`output_columns`): a one-column metric writes its score under ``--score-column``
     (default ``score``), as ever. A metric with several columns writes ``{score_column}_{suffix}`` each
@@ -82,6 +86,8 @@ class Metric:
     local_only: bool = False
     columns: tuple[tuple[str, str], ...] = ()
     primary: str = ""
+    options: frozenset[str] = frozenset()
+    token_layers: bool = False
 
     def __post_init__(self) -> None:
         if self.target not in TARGET_ROLES:

@@ -24,6 +24,7 @@ BUILT_IN = {
     "sas": "simkernel.scoring.metrics.sas",
     "reference": "simkernel.scoring.metrics.reference",
     "exact": "simkernel.scoring.metrics.exact",
+    "bertscore": "simkernel.scoring.metrics.bertscore",
 }
 
 _registered: dict[str, Metric] = {}

@@ -4,7 +4,8 @@ The route is derived from :mod:`simkernel.scoring.registry`: a metric registered
 plugin's entry point) is served with no other change. The body holds ``predicted`` (texts), the metric's
 target column (``ground_truth``: one text a row, or a list of texts where the metric takes several;
 ``references``: a list of texts a row), an optional ``model`` (a served model; default the first served)
-and the metric's own settings that a request may set (``aggregation``); the server's ``--precision`` is
+and the metric's settings that a request may set (``aggregation``; ``options``: the metric's own, numbers
+only, e.g. bertscore's ``{"layer": 4}``); the server's ``--precision`` is
 the metric's precision. The answer: ``{"metric", "model", "scores", "mean"}``, one score a row, in the
 metric's numbers (float32 scores as the floats they hold), ``mean`` null for no rows. A metric that adds
 several columns answers its primary column in ``scores`` and ``mean``, and every column in
@@ -25,6 +26,24 @@ from simkernel.serve.errors import ApiError, invalid, model_call
 REQUEST_SETTINGS = ("aggregation",)  # the metric settings a request may set (the rest are the server's)
 _scorers: dict[tuple, Any] = {}
 _scorers_lock = threading.Lock()
+
+
+def _metric_options(metric: Any, given: Any, endpoint: str) -> dict[str, Any]:
+    """A request's ``options`` (the metric's own settings): names the metric takes, numbers only (a request
+    never names a file of the server's; such options are set when the server starts)."""
+    if not isinstance(given, dict):
+        raise invalid(
+            f"{endpoint}: 'options' must be an object of the metric's settings, e.g. {{\"layer\": 4}}"
+        )
+    unknown = sorted(set(given) - set(metric.options))
+    if unknown:
+        raise invalid(
+            f"{endpoint}: unknown option(s) {unknown}; {metric.name} takes {sorted(metric.options)}"
+        )
+    for name, value in given.items():
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise invalid(f"{endpoint}: option {name!r} must be a number over HTTP, got {value!r}")
+    return dict(given)
 
 
 def _metric(name: str) -> Any:
@@ -82,7 +101,8 @@ async def score(app_state: Any, body: dict[str, Any], metric_name: str) -> dict[
     metric = _metric(metric_name)
     endpoint = f"POST /v1/score/{metric.name}"
     takes = tuple(name for name in REQUEST_SETTINGS if name in metric.settings)
-    bodies.check_known(body, ("predicted", metric.target, "model", *takes), endpoint)
+    own = ("options",) if metric.options else ()
+    bodies.check_known(body, ("predicted", metric.target, "model", *takes, *own), endpoint)
     limit = app_state.settings.max_inputs
     predicted = bodies.texts(
         bodies.required(body, "predicted", endpoint), "predicted", limit, allow_empty_list=True
@@ -94,6 +114,8 @@ async def score(app_state: Any, body: dict[str, Any], metric_name: str) -> dict[
             "invalid_value",
         )
     options: dict[str, Any] = {name: body[name] for name in takes if name in body}
+    if "options" in body:
+        options["options"] = _metric_options(metric, body["options"], endpoint)
     model_id = None
     if metric.loads_model:
         model_id = app_state.models.get(body.get("model"), None, endpoint).id

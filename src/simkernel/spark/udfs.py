@@ -16,7 +16,14 @@ from typing import Any
 import numpy as np
 
 from simkernel.scoring.settings import DEFAULT_MODEL, check_aggregation
-from simkernel.spark.workers import cached, pyspark_module, ship_model, task_threads, worker_model
+from simkernel.spark.workers import (
+    cached,
+    pyspark_module,
+    ship_model,
+    ship_token_layers,
+    task_threads,
+    worker_model,
+)
 
 
 def _check_threads(threads: Any) -> None:
@@ -133,7 +140,10 @@ def metric_udf(metric: str = "sas", *, ship: bool = True, name: str | None = Non
     chosen = get_metric(metric)
     metric_name = chosen.name  # the workers look the metric up by name (a plugin's is found there too)
     checked = ScoringSettings.from_options(**settings)
-    shipped = ship_model(checked.model, checked.precision) if ship and chosen.loads_model else None
+    shipped = None
+    if ship and chosen.loads_model:
+        shipper = ship_token_layers if chosen.token_layers else ship_model
+        shipped = shipper(checked.model, checked.precision)
     options = {"model": checked.model, "precision": checked.precision, "threads": checked.threads}
     key_settings = {**options, "shipped": shipped}
     target, score_type = chosen.target, chosen.score_type

@@ -73,6 +73,27 @@ def ship_model(model: str, precision: str = "fp32") -> dict[str, str]:
     return {"id": found["id"], "name": folder.name}
 
 
+def ship_token_layers(model: str, precision: str = "fp32") -> dict[str, str]:
+    """(on the driver) :func:`ship_model` for a metric that runs the model's token layers (BERTScore): the
+    token-layers bundle, exported here first if the store lacks it."""
+    from simkernel.runtime.acquisition.token_layers import resolve_token_layers
+    from simkernel.runtime.store.manifest import read_manifest
+
+    pyspark = pyspark_module()
+    context = pyspark.SparkContext._active_spark_context
+    if context is None:
+        raise RuntimeError(
+            "simkernel.spark ships the model through the active SparkContext, and there is none: start a SparkSession first (SparkSession.builder.getOrCreate()), or pass ship=False when every node has the model"
+        )
+    folder = Path(resolve_token_layers(model, precision=precision)).resolve()
+    key = (str(context.applicationId), str(folder))
+    with _LOCK:
+        if key not in _SHIPPED:
+            context.addFile(str(folder), recursive=True)
+            _SHIPPED.add(key)
+    return {"id": str(read_manifest(folder)["id"]), "name": folder.name, "form": "token-layers"}
+
+
 def worker_model(model: str, precision: str, shipped: dict[str, str] | None) -> str:
     """(in a worker) What to pass as ``model=`` here: ``model`` when this node has it (no download), else the
     node's store folder of the shipped bundle, installed now; without a shipped bundle, ``model`` as
@@ -82,7 +103,12 @@ def worker_model(model: str, precision: str, shipped: dict[str, str] | None) -> 
     if shipped is None:
         return model
     try:
-        resolve_model(model, precision, download=False)
+        if shipped.get("form") == "token-layers":
+            from simkernel.runtime.acquisition.token_layers import resolve_token_layers
+
+            resolve_token_layers(model, precision=precision, export=False)
+        else:
+            resolve_model(model, precision, download=False)
         return model
     except ModelNotFoundError:
         pass

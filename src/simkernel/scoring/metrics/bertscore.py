@@ -65,6 +65,7 @@ class BertScoreScorer:
         self.truncated_texts = 0
         self.description = f"mode bertscore, model {settings.model}, precision {settings.precision}"
         self.setting_notes: list[str] = []
+        self.notes: list[str] = []
 
     def load(self) -> None:
         from simkernel import runtime
@@ -88,6 +89,7 @@ class BertScoreScorer:
         if self.baseline_path is not None:
             self.baseline = baseline_row(read_baseline(self.baseline_path), self.layer, self.baseline_path)
             self.setting_notes.append(f"rescaled with the baseline {self.baseline_path}")
+        self.notes = list(self.setting_notes)
 
     def score(self, predicted: Sequence[str], targets: Sequence[Any]) -> list[tuple[float, float, float]]:
         from simkernel.scoring.bertscore.baselines import rescale
@@ -103,16 +105,16 @@ class BertScoreScorer:
         result = score_pairs(self.encoder, cands, refs, layer=self.layer)
         self.empty_pairs += result.empty_candidates + result.empty_references
         self.truncated_texts += result.truncated_texts
+        self.notes = self.setting_notes + self.count_notes()
         scores = best_over_groups(result.scores, [len(group) for group in groups])
         if self.baseline is not None:
             scores = rescale(scores, self.baseline)
         return [tuple(row) for row in scores.tolist()]
 
-    @property
-    def notes(self) -> list[str]:
-        """The layer and baseline used, and counts of the pairs scored 0 for an empty text and of the
-        truncated texts so far (in this process: an engine's workers count their own)."""
-        notes = list(self.setting_notes)
+    def count_notes(self) -> list[str]:
+        """Counts of the pairs scored 0 for an empty text and of the truncated texts so far (in this
+        process: an engine's workers count their own)."""
+        notes = []
         if self.empty_pairs:
             notes.append(f"{self.empty_pairs} pair(s) with an empty text scored 0 (bert_score's rule)")
         if self.truncated_texts:
@@ -132,4 +134,6 @@ METRIC = Metric(
     several_targets=True,
     columns=(("P", "float32"), ("R", "float32"), ("F", "float32")),
     primary="F",
+    options=frozenset(OPTIONS),
+    token_layers=True,
 )
