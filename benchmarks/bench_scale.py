@@ -2,6 +2,7 @@
 
     python benchmarks/bench_scale.py [--sizes 10000,50000,200000] [--ray-rows 20000] [--rounds 2]
                                      [--skip-local] [--skip-ray] [--driver-only ROWS]
+    python benchmarks/bench_scale.py --bertscore-layer 4 --sizes 10000,100000,1000000 --skip-ray
 
 Data: rows made from the 5,025 SAS pairs of tests/data/sas, cycled, every text made distinct by its row
 number (tests/cli/scale_data.py), so the encoder's deduplication and cache hide no work; one row in 50 is
@@ -10,7 +11,8 @@ Russian or Chinese. Model all-MiniLM-L6-v2 fp32, mode sas, CSV in and out, defau
 1. Local engine by size: ``simkernel score`` in a fresh process per size (one run each, sizes in turn),
    rows/s from its summary (scoring time: reading, scoring and writing the chunks, not the model load),
    peak RSS of the process from ``wait4`` (the kernel's high-water mark of its resident memory). The
-   memory target: 200,000 rows within 100 MB of 10,000 rows. Then the command line's own work on the
+   memory target: 200,000 rows within 100 MB of 10,000 rows (``--bertscore-layer L``: the same in
+   ``--mode bertscore``, whose token vectors live one chunk at a time). Then the command line's own work on the
    largest file without a model (``--mode exact``): the rate one driver can feed a cluster at
    (docs/SCALING.md).
 2. Ray engine on this machine: one Ray instance with as many CPUs as the machine has; per round, the
@@ -54,7 +56,7 @@ def local_run(source: Path, out: Path, summary: Path, *extra: str) -> tuple[dict
     return json.loads(summary.read_text(encoding="utf-8")), rss, wall
 
 
-def by_size(sizes: list[int], folder: Path) -> str:
+def by_size(sizes: list[int], folder: Path, mode: tuple[str, ...] = ()) -> str:
     lines = [
         "| rows | scoring rows/s | wall time | peak RSS | RSS vs the smallest |",
         "|---|---|---|---|---|",
@@ -62,7 +64,7 @@ def by_size(sizes: list[int], folder: Path) -> str:
     first_rss = None
     for n in sizes:
         source = write_csv(distinct_rows(n), folder / f"rows-{n}.csv")
-        summary, rss, wall = local_run(source, folder / f"out-{n}.csv", folder / f"summary-{n}.json")
+        summary, rss, wall = local_run(source, folder / f"out-{n}.csv", folder / f"summary-{n}.json", *mode)
         first_rss = first_rss or rss
         lines.append(
             f"| {n:,} | {summary['rows_per_s']:.0f} | {wall:.0f} s | {rss / 2**20:.0f} MB | "
@@ -147,6 +149,12 @@ def main() -> None:
     parser.add_argument("--skip-local", action="store_true")
     parser.add_argument("--skip-ray", action="store_true")
     parser.add_argument("--driver-only", type=int, metavar="ROWS", help="only the driver-alone figure")
+    parser.add_argument(
+        "--bertscore-layer",
+        type=int,
+        metavar="L",
+        help="the local engine's sizes in --mode bertscore at layer L (P, R, F columns) instead of sas",
+    )
     args = parser.parse_args()
     store_bundle(MODEL_ID)
     with tempfile.TemporaryDirectory(prefix="bench-scale-") as tmp:
@@ -156,7 +164,8 @@ def main() -> None:
             return
         if not args.skip_local:
             sizes = [int(s) for s in args.sizes.split(",")]
-            print(by_size(sizes, folder), flush=True)
+            mode = ("--mode", "bertscore", "--metric-option", f"layer={args.bertscore_layer}")
+            print(by_size(sizes, folder, mode if args.bertscore_layer is not None else ()), flush=True)
             print(driver_alone(max(sizes), folder), flush=True)
         if not args.skip_ray:
             print(engines(args.ray_rows, args.rounds, folder), flush=True)
