@@ -48,7 +48,8 @@ def test_version_help_and_module_entry_point(script):
     assert run([script, "--version"]).stdout.decode().strip() == f"simkernel {__version__}"
     help_text = run([sys.executable, "-m", "simkernel", "score", "--help"]).stdout.decode()
     for option in (
-        "--mode {sas,reference,exact}",
+        "--mode {sas,reference,exact,bertscore}",
+        "--metric-option NAME=VALUE",
         "--ground-truth",
         "--predicted",
         "--references",
