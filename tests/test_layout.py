@@ -93,8 +93,9 @@ def test_the_message_check_finds_a_split_message():
 # where a file format's name may be written: its own module and the registry (tables/), and the command
 # line's parser (its --input-format / --output-format choices come from the registry, its help names them)
 FORMAT_NAME_PLACES = ("tables/", "cli/parser.py")
-# "parquet" is also the name of the optional extra (pip install 'simkernel[parquet]'), listed here
-EXTRA_NAME_PLACES = ("_optional.py",)
+# "parquet" is also the name of the optional extra (pip install 'simkernel[parquet]'), listed here; bert_score
+# names its (comma-separated) BERTScore baseline files "<model>.tsv", which is no table format of ours
+EXTRA_NAME_PLACES = ("_optional.py", "scoring/bertscore/baselines.py")
 
 
 def _format_names() -> tuple[str, ...]:

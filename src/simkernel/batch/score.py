@@ -154,8 +154,7 @@ def check_mode_options(args: ScoreJob) -> None:
     if unknown:
         takes_text = ", ".join(sorted(metric.options)) or "none"
         raise UsageError(
-            f"--metric-option {', '.join(unknown)} does not apply to --mode {args.mode} (its options: "
-            f"{takes_text}); drop it or choose another --mode"
+            f"--metric-option {', '.join(unknown)} does not apply to --mode {args.mode} (its options: {takes_text}); drop it or choose another --mode"
         )
 
 

@@ -92,8 +92,7 @@ def flatten_references(
     for position, (cand, group) in enumerate(zip(cands, refs, strict=True)):
         if isinstance(group, str) or not isinstance(group, Sequence) or len(group) == 0:
             raise BERTScoreArgumentError(
-                f"refs[{position}] must be a non-empty list of reference texts when refs[0] is a list, got "
-                f"{group!r}"
+                f"refs[{position}] must be a non-empty list of reference texts when refs[0] is a list, got {group!r}"
             )
         flat_cands += [cand] * len(group)
         flat_refs += list(group)
@@ -107,8 +106,7 @@ def _check_texts(name: str, texts: Sequence[Any]) -> None:
     for position, text in enumerate(texts):
         if not isinstance(text, str):
             raise BERTScoreArgumentError(
-                f"{name}[{position}] must be a string, got {type(text).__name__} {text!r}: convert it with str() "
-                "or drop the row"
+                f"{name}[{position}] must be a string, got {type(text).__name__} {text!r}: convert it with str() or drop the row"
             )
 
 
@@ -116,15 +114,13 @@ def warn_about(result: PairScores, stacklevel: int = 3) -> None:
     """One warning for the pairs with an empty text (scored 0) and one for the truncated texts."""
     if result.empty_candidates or result.empty_references:
         warnings.warn(
-            f"BERTScore: {result.empty_candidates} pair(s) with an empty candidate and {result.empty_references} "
-            "with an empty reference; setting their raw BERTScores to 0 (as bert_score does)",
+            f"BERTScore: {result.empty_candidates} pair(s) with an empty candidate and {result.empty_references} with an empty reference; setting their raw BERTScores to 0 (as bert_score does)",
             UserWarning,
             stacklevel=stacklevel,
         )
     if result.truncated_texts:
         warnings.warn(
-            f"BERTScore: {result.truncated_texts} text(s) longer than the model's limit were truncated to it "
-            "(as bert_score truncates them): their scores cover the beginning only",
+            f"BERTScore: {result.truncated_texts} text(s) longer than the model's limit were truncated to it (as bert_score truncates them): their scores cover the beginning only",
             UserWarning,
             stacklevel=stacklevel,
         )
@@ -223,9 +219,7 @@ class BERTScorer:
         if self._baseline_vals is None:
             if not os.path.isfile(self.baseline_path):
                 raise ValueError(
-                    f"Baseline not Found for {self.model_type} on {self.lang} at {self.baseline_path}: compute "
-                    "one with `simkernel bertscore-baseline CORPUS --model MODEL --lang LANG -o FILE` and pass "
-                    "baseline_path=FILE"
+                    f"Baseline not Found for {self.model_type} on {self.lang} at {self.baseline_path}: compute one with `simkernel bertscore-baseline CORPUS --model MODEL --lang LANG -o FILE` and pass baseline_path=FILE"
                 )
             table = read_baseline(self.baseline_path)
             if self.all_layers:

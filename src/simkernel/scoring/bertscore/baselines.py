@@ -56,8 +56,7 @@ def read_baseline(path: str | os.PathLike[str]) -> np.ndarray:
     rows = [row for row in csv.reader(io.StringIO(text)) if row]
     if not rows or [cell.strip() for cell in rows[0]] != list(BASELINE_HEADER):
         raise ValueError(
-            f"{os.fspath(path)!r} is not a BERTScore baseline file: its first line must be "
-            f"{','.join(BASELINE_HEADER)} (bert_score's format; `simkernel bertscore-baseline` writes one)"
+            f"{os.fspath(path)!r} is not a BERTScore baseline file: its first line must be {','.join(BASELINE_HEADER)} (bert_score's format; `simkernel bertscore-baseline` writes one)"
         )
     try:
         table = np.array([[float(cell) for cell in row[1:]] for row in rows[1:]], dtype=np.float64)
@@ -74,8 +73,7 @@ def baseline_row(table: np.ndarray, layer: int, path: str) -> np.ndarray:
     """Row ``layer`` of a baseline table (bert_score's ``iloc[num_layers]``); ValueError if it has none."""
     if not 0 <= layer < table.shape[0]:
         raise ValueError(
-            f"the baseline file {path!r} has rows for layers 0 to {table.shape[0] - 1}, not layer {layer}: "
-            "compute one for this model with `simkernel bertscore-baseline`"
+            f"the baseline file {path!r} has rows for layers 0 to {table.shape[0] - 1}, not layer {layer}: compute one for this model with `simkernel bertscore-baseline`"
         )
     return table[layer]
 
@@ -109,8 +107,7 @@ def corpus_pairs(lines: Sequence[str], pairs: int | None, seed: int) -> tuple[li
         half = min(half, pairs)
     if half < 1:
         raise ValueError(
-            f"a baseline needs at least 2 corpus lines of fewer than {MAX_BASELINE_WORDS} words; the corpus has "
-            f"{len(kept)}"
+            f"a baseline needs at least 2 corpus lines of fewer than {MAX_BASELINE_WORDS} words; the corpus has {len(kept)}"
         )
     chosen = np.random.default_rng(seed).choice(len(kept), size=(2, half), replace=False)
     return [kept[i] for i in chosen[0]], [kept[i] for i in chosen[1]]

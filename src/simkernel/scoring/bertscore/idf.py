@@ -105,8 +105,7 @@ class MappedWeights:
                 values[k] = float(self.mapping[token])
             except KeyError:
                 raise KeyError(
-                    f"the idf dict has no weight for token id {token}: give a collections.defaultdict, or "
-                    "let BERTScorer(idf=True, idf_sents=...) compute the weights"
+                    f"the idf dict has no weight for token id {token}: give a collections.defaultdict, or let BERTScorer(idf=True, idf_sents=...) compute the weights"
                 ) from None
         return values[positions].reshape(np.shape(token_ids)).astype(np.float32)
 

@@ -66,8 +66,7 @@ def score_pairs(
 
     if len(candidates) != len(references):
         raise ValueError(
-            f"Different number of candidates and references: {len(candidates)} candidates, "
-            f"{len(references)} references"
+            f"Different number of candidates and references: {len(candidates)} candidates, {len(references)} references"
         )
     n = len(candidates)
     if weights is None:

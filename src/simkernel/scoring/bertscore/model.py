@@ -39,15 +39,13 @@ def resolve_model(
     else ``model2layers[model]``. Whether the layer exists in the model is checked when it loads."""
     if lang is None and model_type is None:
         raise BERTScoreArgumentError(
-            "Either lang or model_type should be specified: lang='en' picks bert_score's model for English "
-            "(roberta-large), model_type takes a model id of the hub or a local checkpoint folder"
+            "Either lang or model_type should be specified: lang='en' picks bert_score's model for English (roberta-large), model_type takes a model id of the hub or a local checkpoint folder"
         )
     if lang is not None and not isinstance(lang, str):
         raise BERTScoreArgumentError(f"lang must be a language code such as 'en' or 'zh', got {lang!r}")
     if rescale_with_baseline and lang is None:
         raise BERTScoreArgumentError(
-            "Need to specify Language when rescaling with baseline: pass lang='en' (or the texts' language); "
-            "the baseline file is looked up by language and model"
+            "Need to specify Language when rescaling with baseline: pass lang='en' (or the texts' language); the baseline file is looked up by language and model"
         )
     if model_type is None:
         assert lang is not None
@@ -57,8 +55,7 @@ def resolve_model(
     if num_layers is None:
         if model_type not in model2layers:
             raise UnknownLayerError(
-                f"{model_type!r} has no tuned layer in bert_score's model2layers table: pass num_layers "
-                "(0 is the embedding output, the model's depth its last layer)"
+                f"{model_type!r} has no tuned layer in bert_score's model2layers table: pass num_layers (0 is the embedding output, the model's depth its last layer)"
             )
         num_layers = model2layers[model_type]
     if isinstance(num_layers, bool) or not isinstance(num_layers, int):
@@ -70,8 +67,7 @@ def check_num_layers(num_layers: int, depth: int, model_type: str) -> None:
     """bert_score's check of a layer against the model's depth (its message, then the fix)."""
     if not 0 <= num_layers <= depth:
         raise BERTScoreArgumentError(
-            f"Invalid num_layers: num_layers should be between 0 and {depth} for {model_type} "
-            f"(got {num_layers})"
+            f"Invalid num_layers: num_layers should be between 0 and {depth} for {model_type} (got {num_layers})"
         )
 
 
@@ -83,6 +79,5 @@ def check_device(device: Any) -> None:
     name = str(device)
     if name != "cpu" and not name.startswith("cpu:"):
         raise BERTScoreArgumentError(
-            f"device={name!r}: simkernel's BERTScore runs on the CPU (onnxruntime, no torch); pass device=None "
-            "or device='cpu', and precision='int8' or 'bf16' for more speed"
+            f"device={name!r}: simkernel's BERTScore runs on the CPU (onnxruntime, no torch); pass device=None or device='cpu', and precision='int8' or 'bf16' for more speed"
         )

@@ -46,8 +46,7 @@ def check_options(options: dict[str, Any]) -> tuple[int | None, str | None]:
         baseline = os.fspath(baseline)
         if not os.path.isfile(baseline):
             raise ValueError(
-                f"bertscore's baseline {baseline!r} is not a file: give a baseline file (bert_score's "
-                "LAYER,P,R,F format), e.g. one written by `simkernel bertscore-baseline`"
+                f"bertscore's baseline {baseline!r} is not a file: give a baseline file (bert_score's LAYER,P,R,F format), e.g. one written by `simkernel bertscore-baseline`"
             )
     return layer, baseline
 
