@@ -113,3 +113,14 @@ def test_a_pairs_scores_do_not_depend_on_its_batch_mates():
 def test_mismatched_lengths_are_refused():
     with pytest.raises(ValueError, match="Different number of candidates and references: 2 candidates, 1"):
         score_pairs(StandInEncoder(), ["a", "b"], ["c"], layer=0)
+
+
+@pytest.mark.parametrize("pairs_per_pass", [1, 2, 4])
+def test_passes_give_the_scores_of_one_pass(pairs_per_pass):
+    whole = score_pairs(StandInEncoder(), CANDS, REFS, layer=None)
+    split = score_pairs(StandInEncoder(), CANDS, REFS, layer=None, pairs_per_pass=pairs_per_pass)
+    np.testing.assert_array_equal(split.scores, whole.scores)
+    assert (split.empty_candidates, split.empty_references) == (whole.empty_candidates, whole.empty_references)
+    encoder = StandInEncoder()
+    score_pairs(encoder, CANDS, REFS, layer=1, pairs_per_pass=pairs_per_pass)
+    assert max(len(call) for call in encoder.calls) <= 2 * pairs_per_pass
