@@ -120,7 +120,10 @@ def test_passes_give_the_scores_of_one_pass(pairs_per_pass):
     whole = score_pairs(StandInEncoder(), CANDS, REFS, layer=None)
     split = score_pairs(StandInEncoder(), CANDS, REFS, layer=None, pairs_per_pass=pairs_per_pass)
     np.testing.assert_array_equal(split.scores, whole.scores)
-    assert (split.empty_candidates, split.empty_references) == (whole.empty_candidates, whole.empty_references)
+    assert (split.empty_candidates, split.empty_references) == (
+        whole.empty_candidates,
+        whole.empty_references,
+    )
     encoder = StandInEncoder()
     score_pairs(encoder, CANDS, REFS, layer=1, pairs_per_pass=pairs_per_pass)
     assert max(len(call) for call in encoder.calls) <= 2 * pairs_per_pass

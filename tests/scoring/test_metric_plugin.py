@@ -160,7 +160,10 @@ def test_the_server_route_scores_the_built_in_metrics_as_the_core_does(served):
 def test_the_server_names_an_unknown_metric_and_a_bad_body(served):
     answer = served.post("/v1/score/nope", json={"predicted": ["a"], "ground_truth": ["b"]})
     assert answer.status_code == 404
-    assert "no metric named 'nope'; the metrics are: sas, reference, exact, bertscore, length_ratio" in answer.text
+    assert (
+        "no metric named 'nope'; the metrics are: sas, reference, exact, bertscore, length_ratio"
+        in answer.text
+    )
     answer = served.post("/v1/score/sas", json={"predicted": ["a", "b"], "ground_truth": ["b"]})
     assert answer.status_code == 422
     assert "'predicted' holds 2 texts and 'ground_truth' 1 rows" in answer.text
