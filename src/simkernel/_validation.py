@@ -75,19 +75,24 @@ def as_offsets(offsets: Any, n_queries: int) -> np.ndarray:
     return np.ascontiguousarray(arr, dtype=np.int64)
 
 
-def offsets_error(offsets: np.ndarray, index: int, n_refs: int) -> ValueError:
-    """The ValueError for offsets that ``sk_check_offsets`` rejected at ``index``."""
+def _offsets_problem(offsets: np.ndarray, index: int, n_rows: int, name: str, rows_name: str) -> str:
+    """What is wrong with ``offsets`` (called ``name``, bounds into ``rows_name`` of ``n_rows`` rows) at the
+    ``index`` that ``sk_check_offsets`` returned."""
     n = offsets.shape[0] - 1
     value = int(offsets[index])
     if index == 0 and value != 0:
-        why = f"offsets[0] is {value}; expected 0"
-    elif value > n_refs:
-        why = f"offsets[{index}] is {value}, beyond len(refs) = {n_refs}"
-    elif index > 0 and value < int(offsets[index - 1]):
+        return f"{name}[0] is {value}; expected 0"
+    if value > n_rows:
+        return f"{name}[{index}] is {value}, beyond len({rows_name}) = {n_rows}"
+    if index > 0 and value < int(offsets[index - 1]):
         previous = int(offsets[index - 1])
-        why = f"offsets[{index}] is {value}, less than offsets[{index - 1}] = {previous} (must not decrease)"
-    else:
-        why = f"offsets[{n}] (the last) is {value}; expected len(refs) = {n_refs}"
+        return f"{name}[{index}] is {value}, less than {name}[{index - 1}] = {previous} (must not decrease)"
+    return f"{name}[{n}] (the last) is {value}; expected len({rows_name}) = {n_rows}"
+
+
+def offsets_error(offsets: np.ndarray, index: int, n_refs: int) -> ValueError:
+    """The ValueError for offsets that ``sk_check_offsets`` rejected at ``index``."""
+    why = _offsets_problem(offsets, index, n_refs, "offsets", "refs")
     return ValueError(
         f"invalid offsets: {why}. Query i is scored against refs[offsets[i]:offsets[i + 1]], so offsets must start at 0, never decrease and end at len(refs)."
     )
@@ -162,17 +167,7 @@ def segment_offsets_error(
     offsets: np.ndarray, index: int, n_rows: int, name: str, rows_name: str
 ) -> ValueError:
     """The ValueError for segment offsets that ``sk_check_offsets`` rejected at ``index``."""
-    n = offsets.shape[0] - 1
-    value = int(offsets[index])
-    if index == 0 and value != 0:
-        why = f"{name}[0] is {value}; expected 0"
-    elif value > n_rows:
-        why = f"{name}[{index}] is {value}, beyond len({rows_name}) = {n_rows}"
-    elif index > 0 and value < int(offsets[index - 1]):
-        previous = int(offsets[index - 1])
-        why = f"{name}[{index}] is {value}, less than {name}[{index - 1}] = {previous} (must not decrease)"
-    else:
-        why = f"{name}[{n}] (the last) is {value}; expected len({rows_name}) = {n_rows}"
+    why = _offsets_problem(offsets, index, n_rows, name, rows_name)
     return ValueError(
         f"invalid {name}: {why}. {_SIDES[rows_name].capitalize()} text i is the rows {rows_name}[{name}[i]:{name}[i + 1]], so {name} must start at 0, never decrease and end at len({rows_name})."
     )

@@ -31,12 +31,21 @@ def _key(
 def _shared(kind: str, factory, model, precision, threads, providers, token=None, **options):
     """The instance of ``factory`` for these settings, created once under the lock."""
     key = _key(kind, model, precision, threads, providers, token, options)
+
+    def build():
+        instance = factory(key[1], precision=precision, threads=threads, providers=providers, **options)
+        instance.model = os.fspath(model)
+        return instance
+
+    return _instance(key, build)
+
+
+def _instance(key: tuple, build):
+    """The shared instance for ``key``, made by ``build()`` the first time, under the lock."""
     with _LOCK:
         instance = _INSTANCES.get(key)
         if instance is None:
-            instance = factory(key[1], precision=precision, threads=threads, providers=providers, **options)
-            instance.model = os.fspath(model)
-            _INSTANCES[key] = instance
+            instance = _INSTANCES[key] = build()
         return instance
 
 
@@ -108,12 +117,7 @@ def get_token_encoder(
 
     folder = Path(resolve_token_layers(model, precision=precision, token=token, export=True)).resolve()
     key = ("token", str(folder), precision, threads, tuple(providers or ()), ())
-    with _LOCK:
-        instance = _INSTANCES.get(key)
-        if instance is None:
-            instance = TokenEncoder(folder, precision, threads, providers, name=os.fspath(model))
-            _INSTANCES[key] = instance
-        return instance
+    return _instance(key, lambda: TokenEncoder(folder, precision, threads, providers, name=os.fspath(model)))
 
 
 def clear_shared_instances() -> None:

@@ -54,22 +54,13 @@ def ship_model(model: str, precision: str = "fp32") -> dict[str, str]:
     from simkernel.ray.shipping import _bundle_on_this_node
     from simkernel.runtime.acquisition.resolve import resolve_model
 
-    pyspark = pyspark_module()
-    context = pyspark.SparkContext._active_spark_context
-    if context is None:
-        raise RuntimeError(
-            "simkernel.spark ships the model through the active SparkContext, and there is none: start a SparkSession first (SparkSession.builder.getOrCreate()), or pass ship_model=False when every node has the model"
-        )
+    context = _active_context()
     resolve_model(model, precision)  # prepares or downloads it here, once, if it has to
     found = _bundle_on_this_node(model, precision)
     if found is None:  # pragma: no cover - resolve_model just found it
         raise ModelNotFoundError(f"{model!r} resolved on the driver but its bundle is not readable")
     folder = Path(found["folder"])
-    key = (str(context.applicationId), str(folder))
-    with _LOCK:
-        if key not in _SHIPPED:  # once per application: Spark refuses a second addFile of a folder
-            context.addFile(str(folder), recursive=True)
-            _SHIPPED.add(key)
+    _add_folder(context, folder)
     return {"id": found["id"], "name": folder.name}
 
 
@@ -79,19 +70,30 @@ def ship_token_layers(model: str, precision: str = "fp32") -> dict[str, str]:
     from simkernel.runtime.acquisition.token_layers import resolve_token_layers
     from simkernel.runtime.store.manifest import read_manifest
 
-    pyspark = pyspark_module()
-    context = pyspark.SparkContext._active_spark_context
+    context = _active_context()
+    folder = Path(resolve_token_layers(model, precision=precision)).resolve()
+    _add_folder(context, folder)
+    return {"id": str(read_manifest(folder)["id"]), "name": folder.name, "form": "token-layers"}
+
+
+def _active_context() -> Any:
+    """The active SparkContext, through which a model is shipped; RuntimeError naming the fix if none."""
+    context = pyspark_module().SparkContext._active_spark_context
     if context is None:
         raise RuntimeError(
-            "simkernel.spark ships the model through the active SparkContext, and there is none: start a SparkSession first (SparkSession.builder.getOrCreate()), or pass ship=False when every node has the model"
+            "simkernel.spark ships the model through the active SparkContext, and there is none: start a SparkSession first (SparkSession.builder.getOrCreate()), or pass ship=False to the UDF when every node has the model"
         )
-    folder = Path(resolve_token_layers(model, precision=precision)).resolve()
+    return context
+
+
+def _add_folder(context: Any, folder: Path) -> None:
+    """``folder`` added to the Spark application's files, once per application (Spark refuses a second
+    ``addFile`` of a folder)."""
     key = (str(context.applicationId), str(folder))
     with _LOCK:
         if key not in _SHIPPED:
             context.addFile(str(folder), recursive=True)
             _SHIPPED.add(key)
-    return {"id": str(read_manifest(folder)["id"]), "name": folder.name, "form": "token-layers"}
 
 
 def worker_model(model: str, precision: str, shipped: dict[str, str] | None) -> str:

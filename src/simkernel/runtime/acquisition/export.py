@@ -68,17 +68,26 @@ from simkernel.runtime.store import workdirs
 from simkernel.runtime.store.layout import PRECISIONS
 from simkernel.runtime.store.manifest import file_sha256, package_versions, write_manifest
 
-__all__ = ["EXPORTED_PRECISIONS", "ParityError", "calibration_feeds", "export_model", "export_to_store"]
+__all__ = [
+    "EXPORTED_PRECISIONS",
+    "ParityError",
+    "calibration_feeds",
+    "export_model",
+    "export_to_store",
+    "exported_precisions",
+]
 
 EXPORTED_PRECISIONS = ("fp32", "int8")  # bf16 runs the fp32 file
 
 
-def _precisions(precision: str | Iterable[str]) -> tuple[str, ...]:
+def exported_precisions(precision: str | Iterable[str], fp32_graph: str = "model.onnx") -> tuple[str, ...]:
+    """The distinct precisions to export, from one name or several; ValueError for any but fp32 and int8
+    (bf16 runs the fp32 graph, ``fp32_graph`` in the message)."""
     chosen = (precision,) if isinstance(precision, str) else tuple(precision)
     bad = [p for p in chosen if p not in EXPORTED_PRECISIONS]
     if "bf16" in bad:
         raise ValueError(
-            "precision='bf16' needs no export: it runs the fp32 model.onnx on OpenVINO; export 'fp32'"
+            f"precision='bf16' needs no export: it runs the fp32 {fp32_graph} on OpenVINO; export 'fp32'"
         )
     if not chosen or bad:
         raise ValueError(f"precision must be 'fp32', 'int8' or a tuple of them, got {precision!r}")
@@ -124,7 +133,7 @@ def export_model(
         ModelError: ``src`` is not a usable checkpoint, or ``dst`` exists and is not empty.
     """
     src, dst = Path(src).expanduser().resolve(), Path(dst).expanduser()
-    precisions = _precisions(precision)
+    precisions = exported_precisions(precision)
     if not (src / "config.json").is_file():
         raise ModelError(f"{src / 'config.json'} is missing: {src} is not a transformers checkpoint folder")
     if not any((src / name).is_file() for name in WEIGHT_FILES):

@@ -46,6 +46,7 @@ import numpy as np
 from simkernel._optional import TORCH_PIN, import_optional
 from simkernel.cpu_budget import available_cpus
 from simkernel.errors import MissingDependencyError, ModelError, ModelNotFoundError
+from simkernel.runtime.acquisition.export import exported_precisions
 from simkernel.runtime.acquisition.export_probes import PROBE_TEXTS
 from simkernel.runtime.acquisition.graph_passes import optimize_graph, per_row_int8, split_token_layer_graphs
 from simkernel.runtime.acquisition.parity import ParityError, rounded
@@ -94,18 +95,6 @@ def is_token_layers_bundle(folder: Path) -> bool:
     return (folder / "simkernel.json").is_file() and read_manifest(folder).get("kind") == TOKEN_LAYERS_KIND
 
 
-def _precisions(precision: str | Iterable[str]) -> tuple[str, ...]:
-    chosen = (precision,) if isinstance(precision, str) else tuple(precision)
-    bad = [p for p in chosen if p not in ("fp32", "int8")]
-    if "bf16" in bad:
-        raise ValueError(
-            "precision='bf16' needs no export: it runs the fp32 token layers on OpenVINO; export 'fp32'"
-        )
-    if not chosen or bad:
-        raise ValueError(f"precision must be 'fp32', 'int8' or a tuple of them, got {precision!r}")
-    return tuple(dict.fromkeys(chosen))
-
-
 def export_token_layers(
     src: str | Path,
     dst: str | Path,
@@ -134,7 +123,7 @@ def export_token_layers(
         ModelError: ``src`` is not a usable checkpoint, or ``dst`` exists and is not empty.
     """
     src, dst = Path(src).expanduser().resolve(), Path(dst).expanduser()
-    precisions = _precisions(precision)
+    precisions = exported_precisions(precision, "token layers")
     if not (src / "config.json").is_file():
         raise ModelError(f"{src / 'config.json'} is missing: {src} is not a transformers checkpoint folder")
     if not any((src / name).is_file() for name in WEIGHT_FILES):
@@ -370,7 +359,7 @@ def prepare_token_layers(
     from simkernel.runtime.acquisition.prepare import SOURCE_PACKAGES, source_checkpoint
     from simkernel.runtime.acquisition.resolve import local_export_id
 
-    chosen = _precisions(tuple(precisions))
+    chosen = exported_precisions(tuple(precisions), "token layers")
     text = os.fspath(model)
     path = Path(text).expanduser()
     if path.is_dir():

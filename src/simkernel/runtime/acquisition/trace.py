@@ -49,21 +49,40 @@ def export_raw_graph(src: str | Path, path: str | Path) -> dict:
             out = self.inner(**dict(zip(input_names, inputs, strict=False)))
             return out.logits if cross else out.last_hidden_state
 
-    # an example with padding, so no all-ones mask shortcut can be traced into the graph
+    axes = {name: {0: "batch", 1: "sequence"} for name in input_names}
+    axes[output_name] = {0: "batch"} if cross else {0: "batch", 1: "sequence"}
+    return _trace(torch, Graph(model), path, input_names, [output_name], axes, {"output": output_name})
+
+
+def _example_inputs(torch: Any, input_names: list[str]) -> tuple:
+    """The traced example: two rows of 16 tokens, the second padded, so no all-ones mask shortcut can be
+    traced into the graph."""
     ids = torch.full((2, 16), 1000, dtype=torch.long)
     mask = torch.ones((2, 16), dtype=torch.long)
     mask[1, 9:] = 0
-    example = (ids, mask, torch.zeros_like(ids))[: len(input_names)]
-    axes = {name: {0: "batch", 1: "sequence"} for name in input_names}
-    axes[output_name] = {0: "batch"} if cross else {0: "batch", 1: "sequence"}
+    return (ids, mask, torch.zeros_like(ids))[: len(input_names)]
+
+
+def _trace(
+    torch: Any,
+    module: Any,
+    path: str | Path,
+    input_names: list[str],
+    output_names: list[str],
+    axes: dict,
+    facts: dict,
+) -> dict:
+    """``module`` traced on :func:`_example_inputs` into the ONNX graph at ``path`` with torch's TorchScript
+    exporter (opset :data:`OPSET`); returns the export facts the bundle's manifest records, ``facts`` (the
+    graph's own) among them."""
     start = time.perf_counter()
     with torch.no_grad(), warnings_silenced():
         torch.onnx.export(
-            Graph(model),
-            example,
+            module,
+            _example_inputs(torch, input_names),
             str(path),
             input_names=input_names,
-            output_names=[output_name],
+            output_names=output_names,
             dynamic_axes=axes,
             opset_version=OPSET,
             do_constant_folding=True,
@@ -74,7 +93,7 @@ def export_raw_graph(src: str | Path, path: str | Path) -> dict:
         "opset": OPSET,
         "attn_implementation": "eager",
         "inputs": input_names,
-        "output": output_name,
+        **facts,
         "export_s": round(time.perf_counter() - start, 2),
     }
 
@@ -136,34 +155,10 @@ def export_hidden_states_graph(src: str | Path, path: str | Path) -> dict:
             states = tuple(out.hidden_states)
             return (torch.stack(states, dim=0), *states)
 
-    ids = torch.full((2, 16), 1000, dtype=torch.long)
-    mask = torch.ones((2, 16), dtype=torch.long)
-    mask[1, 9:] = 0
-    example = (ids, mask, torch.zeros_like(ids))[: len(input_names)]
     with torch.no_grad():
-        num_layers = len(Graph(model)(*example)) - 2
+        num_layers = len(Graph(model)(*_example_inputs(torch, input_names))) - 2
     output_names = ["hidden_states", *(hidden_state_name(i) for i in range(num_layers + 1))]
     axes: dict[str, dict[int, str]] = {name: {0: "batch", 1: "sequence"} for name in input_names}
     axes.update({name: {0: "batch", 1: "sequence"} for name in output_names[1:]})
     axes["hidden_states"] = {1: "batch", 2: "sequence"}
-    start = time.perf_counter()
-    with torch.no_grad(), warnings_silenced():
-        torch.onnx.export(
-            Graph(model),
-            example,
-            str(path),
-            input_names=input_names,
-            output_names=output_names,
-            dynamic_axes=axes,
-            opset_version=OPSET,
-            do_constant_folding=True,
-            dynamo=False,
-        )
-    return {
-        "exporter": "torch.onnx.export (TorchScript, dynamo=False)",
-        "opset": OPSET,
-        "attn_implementation": "eager",
-        "inputs": input_names,
-        "num_layers": num_layers,
-        "export_s": round(time.perf_counter() - start, 2),
-    }
+    return _trace(torch, Graph(model), path, input_names, output_names, axes, {"num_layers": num_layers})
