@@ -8,8 +8,6 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
-
 from simkernel.bert_score.scorer import (
     flatten_references,
     get_hash,
@@ -17,7 +15,7 @@ from simkernel.bert_score.scorer import (
     load_encoder,
     raw_scores,
 )
-from simkernel.scoring.bertscore.baselines import baseline_row, packaged_baseline_path, read_baseline, rescale
+from simkernel.scoring.bertscore.baselines import baseline_file, layer_baseline, rescale
 from simkernel.scoring.bertscore.model import check_device, check_num_layers, resolve_model
 from simkernel.scoring.settings import DEFAULT_PRECISION, check_precision_name, check_threads
 
@@ -67,16 +65,9 @@ def score(
     start = time.perf_counter()
     scores = raw_scores(encoder, flat_cands, flat_refs, sizes, None if all_layers else layer, weights)
     if rescale_with_baseline:
-        path = (
-            os.fspath(baseline_path)
-            if baseline_path is not None
-            else packaged_baseline_path(str(lang), model)
-        )
+        path = baseline_file(baseline_path, lang, model)
         if os.path.isfile(path):
-            table = read_baseline(path)
-            scores = rescale(
-                scores, table[:, np.newaxis, :] if all_layers else baseline_row(table, layer, path)
-            )
+            scores = rescale(scores, layer_baseline(path, None if all_layers else layer))
         else:
             print(f"Warning: Baseline not Found for {model} on {lang} at {path}", file=sys.stderr)
     out = scores[..., 0], scores[..., 1], scores[..., 2]
@@ -117,13 +108,9 @@ def plot_example(
     check_num_layers(layer, encoder.num_layers, model)
     baseline = None
     if rescale_with_baseline:
-        path = (
-            os.fspath(baseline_path)
-            if baseline_path is not None
-            else packaged_baseline_path(str(lang), model)
-        )
+        path = baseline_file(baseline_path, lang, model)
         if os.path.isfile(path):
-            baseline = float(baseline_row(read_baseline(path), layer, path)[2])
+            baseline = float(layer_baseline(path, layer)[2])
         else:
             print(f"Warning: Baseline not Found for {model} on {lang} at {path}", file=sys.stderr)
     plot_similarity(encoder, candidate, reference, layer, baseline, fname)

@@ -10,12 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from simkernel.scoring.bertscore.baselines import (
-    baseline_row,
-    packaged_baseline_path,
-    read_baseline,
-    rescale,
-)
+from simkernel.scoring.bertscore.baselines import baseline_file, layer_baseline, rescale
 from simkernel.scoring.bertscore.idf import (
     MappedWeights,
     TokenWeights,
@@ -173,11 +168,7 @@ class BERTScorer:
             self.compute_idf(idf_sents)
         self._baseline_vals: np.ndarray | None = None
         self.use_custom_baseline = baseline_path is not None
-        self.baseline_path = (
-            os.fspath(baseline_path)
-            if baseline_path is not None
-            else packaged_baseline_path(str(lang), model)
-        )
+        self.baseline_path = baseline_file(baseline_path, lang, model)
 
     @property
     def lang(self) -> str | None:
@@ -221,11 +212,9 @@ class BERTScorer:
                 raise ValueError(
                     f"Baseline not Found for {self.model_type} on {self.lang} at {self.baseline_path}: compute one with `simkernel bertscore-baseline CORPUS --model MODEL --lang LANG -o FILE` and pass baseline_path=FILE"
                 )
-            table = read_baseline(self.baseline_path)
-            if self.all_layers:
-                self._baseline_vals = table[:, np.newaxis, :]
-            else:
-                self._baseline_vals = baseline_row(table, self.num_layers, self.baseline_path)
+            self._baseline_vals = layer_baseline(
+                self.baseline_path, None if self.all_layers else self.num_layers
+            )
         return self._baseline_vals
 
     @property
@@ -245,7 +234,7 @@ class BERTScorer:
         if self._idf_dict is not None:
             warnings.warn("Overwriting the previous importance weights.", stacklevel=2)
         _check_texts("sents", sents)
-        self._idf_dict = document_frequency_idf(*ids_and_offsets(self._encoder.tokenize(list(sents))))
+        self._idf_dict = sentence_idf(self._encoder, sents)
 
     def score(
         self,
@@ -328,4 +317,9 @@ def idf_weights_from(idf: Any, encoder: Any, refs: Sequence[str]) -> Weights | N
         return MappedWeights(idf)
     if not idf:
         return None
-    return document_frequency_idf(*ids_and_offsets(encoder.tokenize(list(refs))))
+    return sentence_idf(encoder, refs)
+
+
+def sentence_idf(encoder: Any, sentences: Sequence[str]) -> TokenWeights:
+    """bert_score's idf over ``sentences`` as ``encoder`` tokenizes them (``get_idf_dict``)."""
+    return document_frequency_idf(*ids_and_offsets(encoder.tokenize(list(sentences))))

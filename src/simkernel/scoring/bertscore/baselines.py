@@ -27,6 +27,8 @@ import numpy as np
 
 __all__ = [
     "BASELINE_HEADER",
+    "baseline_file",
+    "layer_baseline",
     "compute_baseline",
     "MAX_BASELINE_WORDS",
     "corpus_pairs",
@@ -44,6 +46,18 @@ PACKAGED_BASELINES = Path(__file__).with_name("rescale_baseline")
 def packaged_baseline_path(lang: str, model: str) -> str:
     """Where bert_score's own file for ``model`` in ``lang`` lies in this package (it may not exist)."""
     return os.fspath(PACKAGED_BASELINES / lang / f"{model}.tsv")
+
+
+def baseline_file(baseline_path: str | os.PathLike[str] | None, lang: str | None, model: str) -> str:
+    """``baseline_path`` when given, else where bert_score's own file for ``model`` in ``lang`` lies here."""
+    return os.fspath(baseline_path) if baseline_path is not None else packaged_baseline_path(str(lang), model)
+
+
+def layer_baseline(path: str, layer: int | None) -> np.ndarray:
+    """The baseline of ``layer`` in the file at ``path``: its (3,) row, or with ``layer`` None every row as
+    (layers, 1, 3), broadcasting over (layers, pairs, 3) scores."""
+    table = read_baseline(path)
+    return table[:, np.newaxis, :] if layer is None else baseline_row(table, layer, path)
 
 
 def read_baseline(path: str | os.PathLike[str]) -> np.ndarray:

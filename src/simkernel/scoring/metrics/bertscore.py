@@ -68,7 +68,7 @@ class BertScoreScorer:
 
     def load(self) -> None:
         from simkernel import runtime
-        from simkernel.scoring.bertscore.baselines import baseline_row, read_baseline
+        from simkernel.scoring.bertscore.baselines import layer_baseline
         from simkernel.scoring.bertscore.layers import model2layers
         from simkernel.scoring.bertscore.model import check_num_layers
 
@@ -86,7 +86,7 @@ class BertScoreScorer:
         check_num_layers(self.layer, depth, self.settings.model)
         self.description = f"mode bertscore, model {self.settings.model}, layer {self.layer}, precision {self.settings.precision}"
         if self.baseline_path is not None:
-            self.baseline = baseline_row(read_baseline(self.baseline_path), self.layer, self.baseline_path)
+            self.baseline = layer_baseline(self.baseline_path, self.layer)
             self.setting_notes.append(f"rescaled with the baseline {self.baseline_path}")
         self.notes = list(self.setting_notes)
 
