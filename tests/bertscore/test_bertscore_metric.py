@@ -163,26 +163,20 @@ def test_spark_gives_a_struct_of_p_r_f(spark, model_id):  # noqa: F811 (the fixt
 
 
 def test_the_server_answers_p_r_f(model_id):
-    import httpx
-    from tests.serve.serve_support import DEFAULT_MODEL, ServerProcess, loopback_env
+    from tests.serve.serve_support import DEFAULT_MODEL, served_client
 
-    process = ServerProcess("--model", DEFAULT_MODEL, env=loopback_env())
-    try:
-        with httpx.Client(base_url=process.url, trust_env=False, timeout=300) as http:
-            body = {
-                "predicted": [a for a, _ in ROWS],
-                "ground_truth": [b for _, b in ROWS],
-                "options": {"layer": LAYER},
-            }
-            answer = http.post("/v1/score/bertscore", json=body)
-            assert answer.status_code == 200, answer.text
-            data = answer.json()
-            want = expected(model_id)
-            assert data["primary"] == "F" and data["scores"] == want[:, 2].tolist()
-            for k, suffix in enumerate("PRF"):
-                assert data["columns"][suffix]["scores"] == want[:, k].tolist()
-            refused = http.post("/v1/score/bertscore", json={**body, "options": {"baseline": "/etc/passwd"}})
-            assert refused.status_code == 422 and "must be a number over HTTP" in refused.text
-    finally:
-        status, stderr = process.stop()
-        assert status == 0, stderr
+    with served_client("--model", DEFAULT_MODEL, timeout=300) as http:
+        body = {
+            "predicted": [a for a, _ in ROWS],
+            "ground_truth": [b for _, b in ROWS],
+            "options": {"layer": LAYER},
+        }
+        answer = http.post("/v1/score/bertscore", json=body)
+        assert answer.status_code == 200, answer.text
+        data = answer.json()
+        want = expected(model_id)
+        assert data["primary"] == "F" and data["scores"] == want[:, 2].tolist()
+        for k, suffix in enumerate("PRF"):
+            assert data["columns"][suffix]["scores"] == want[:, k].tolist()
+        refused = http.post("/v1/score/bertscore", json={**body, "options": {"baseline": "/etc/passwd"}})
+        assert refused.status_code == 422 and "must be a number over HTTP" in refused.text

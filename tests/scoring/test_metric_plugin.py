@@ -9,7 +9,6 @@ import csv
 import subprocess
 import sys
 
-import httpx
 import pytest
 from tests.scoring.plugin import install_here, plugin_path, uninstall_here, write_plugin
 
@@ -117,16 +116,11 @@ def test_the_command_line_scores_with_it(plugin, tmp_path):
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory):
-    from tests.serve.serve_support import DEFAULT_MODEL, ServerProcess, loopback_env
+    from tests.serve.serve_support import DEFAULT_MODEL, loopback_env, served_client
 
     folder = write_plugin(tmp_path_factory.mktemp("site"))
-    process = ServerProcess("--model", DEFAULT_MODEL, env=loopback_env(PYTHONPATH=plugin_path(folder)))
-    try:
-        with httpx.Client(base_url=process.url, trust_env=False, timeout=120) as http:
-            yield http
-    finally:
-        status, stderr = process.stop()
-        assert status == 0, stderr
+    with served_client("--model", DEFAULT_MODEL, env=loopback_env(PYTHONPATH=plugin_path(folder))) as http:
+        yield http
 
 
 def test_the_server_scores_with_it(served):

@@ -11,6 +11,8 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
@@ -94,3 +96,17 @@ class ServerProcess:
 
     def fds(self) -> int:
         return len(os.listdir(f"/proc/{self.pid}/fd"))
+
+
+@contextmanager
+def served_client(*args: str, env: dict[str, str] | None = None, timeout: float = 120) -> Iterator:
+    """An httpx client of a :class:`ServerProcess` started with ``args``; the server must stop cleanly."""
+    import httpx
+
+    process = ServerProcess(*args, env=env)
+    try:
+        with httpx.Client(base_url=process.url, trust_env=False, timeout=timeout) as http:
+            yield http
+    finally:
+        status, stderr = process.stop()
+        assert status == 0, stderr
