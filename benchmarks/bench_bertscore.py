@@ -14,7 +14,7 @@ Cases: the first 2,000 SAS pairs (the issue's reference point), all 5,025, and t
 and 129-256 tokens (benchmarks/long_answers.py, paired with the next text of the same bucket).
 
 Also printed: the greedy matching's share of simkernel fp32's time on each case (the kernel alone on the
-token vectors of the case, against the whole call), and the machine line. Figures for benchmarks/README.md
+token vectors of the case, against the whole call), and the machine line. Figures for docs/benchmarks.md
 come from a quiet machine only.
 """
 

@@ -14,7 +14,7 @@ Three engines, each a new interpreter that imports simkernel, reads the SAS pair
 
 The engines take turns in every round (:func:`support.alternate`); every run's scores are checked to be
 identical. Targets of the cache: warm >= 20x faster than cold with no cache; cold with the cache <= 5%
-slower than with none. Prints the Markdown table of benchmarks/README.md.
+slower than with none. Prints the Markdown table of docs/benchmarks.md.
 
 ``--overhead``: what the cache adds to a cold run, timed alone in this process (a shared machine's noise
 between two 10-second runs is larger than the few percent to be measured): into a new folder, the bundle's

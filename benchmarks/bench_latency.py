@@ -23,7 +23,7 @@ Cases:
 - ``one call``: the same pairs in ONE ``run()`` call: the ceiling of pairs/s.
 
 The engines take turns in every round; a table cell is the median over rounds. Prints the Markdown tables
-of benchmarks/README.md with the machine line.
+of docs/benchmarks.md with the machine line.
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ checkpoint, in fp32 and int8, and in bf16 where the CPU computes bf16 natively (
 - ``fresh process``: a new interpreter imports the evaluator, warms it up and scores one pair (what a CLI
   run or a CI job pays), timed around ``subprocess.run``.
 
-Prints the Markdown table of benchmarks/README.md: min / median of the rounds and the speed-ups at both.
+Prints the Markdown table of docs/benchmarks.md: min / median of the rounds and the speed-ups at both.
 """
 
 from __future__ import annotations

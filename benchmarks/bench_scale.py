@@ -21,7 +21,7 @@ Russian or Chinese. Model all-MiniLM-L6-v2 fp32, mode sas, CSV in and out, defau
    real run does). Rows/s from each run's summary. Targets: 2 workers >= 1.7x one worker; Ray's 2
    workers within 15% of the local engine on the same cores.
 
-Prints the Markdown tables of benchmarks/README.md ("Scale").
+Prints the Markdown tables of docs/benchmarks.md ("Scale").
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ running number), so no cache helps.
 Cases: ``1``, ``8`` and ``64`` clients, each sending one text per request, one request at a time, for
 ``--seconds``; ``64, mix``: 64 clients of which every 8th sends batches of 32 texts. Per case: requests/s,
 texts/s, and p50 / p99 of a request. The servers take turns within every round (one server runs at a
-time); a cell is the median over rounds. Prints the Markdown table of benchmarks/README.md (Server) with
+time); a cell is the median over rounds. Prints the Markdown table of docs/benchmarks.md (Server) with
 the machine line.
 
 Infinity needs its own venv: ``python3.11 -m venv .bench-venvs/infinity`` then

@@ -3,11 +3,11 @@
     python benchmarks/bertscore_accuracy.py [--models MODEL ...] [--precision fp32]
 
 Rows: simkernel.bert_score's F1 at every layer of each model in the store with token layers (default:
-all-MiniLM-L6-v2, and all-mpnet-base-v2 when ``scripts/prepare_test_models.py --mpnet`` prepared it), idf
+all-MiniLM-L6-v2, and all-mpnet-base-v2 when ``scripts/prepare_test_models.py`` prepared it), idf
 off, no rescaling (rescaling is linear per layer: it leaves both correlations unchanged); beside them the
 SAS paper's own BERTScore, vanilla and trained (benchmarks/data/paper_scores), and simkernel's bi-encoder
 cosine (SASEvaluator, all-MiniLM-L6-v2). Rows without a label (3 in GermanQuAD) are left out. Prints the
-Markdown table of benchmarks/README.md.
+Markdown table of docs/benchmarks.md.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import csv
 import warnings
 from pathlib import Path
 
+import numpy as np
 from scipy import stats
 
 from support import MODEL_ID, REPO, SAS_DIR, machine
@@ -57,14 +58,15 @@ def main() -> None:
         except Exception as exc:  # a model not prepared here: say so in the table's notes
             print(f"{model}: not measured ({' '.join(str(exc).split())[:160]})")
             continue
+        scorer = BERTScorer(model_type=model, num_layers=depth, all_layers=True, precision=args.precision)
+        by_dataset = [  # F1 of every layer, (layers + 1, pairs): one pass of the all-layers graph
+            np.asarray(scorer.score([r["answer2"] for r in pairs], [r["answer1"] for r in pairs])[2])
+            for pairs in data.values()
+        ]
         for layer in range(depth + 1):
-            scorer = BERTScorer(model_type=model, num_layers=layer, precision=args.precision)
             rows[f"{model.split('/')[-1]} layer {layer}"] = [
-                cell(
-                    scorer.score([r["answer2"] for r in pairs], [r["answer1"] for r in pairs])[2],
-                    [float(r["label"]) for r in pairs],
-                )
-                for pairs in data.values()
+                cell(f1[layer], [float(r["label"]) for r in pairs])
+                for f1, pairs in zip(by_dataset, data.values(), strict=True)
             ]
     sas = SASEvaluator(model=MODEL_ID)
     sas.warm_up()

@@ -5,7 +5,7 @@ SASEvaluator on the same checkpoint (tests/data/fixtures/haystack_sas_all_minilm
 scripts/haystack_reference_scores.sh), and the metrics of the SAS paper's own files
 (benchmarks/data/paper_scores: cross-encoder SAS, bi-encoder, BERTScore trained, F1).
 Rows without a human label (3 in GermanQuAD) are left out. Prints a Markdown table (the one in
-benchmarks/README.md) and, with ``--json PATH``, writes the figures.
+docs/benchmarks.md) and, with ``--json PATH``, writes the figures.
 
 Then the agreement of the int8 graph with fp32: the cosine between the int8 and the fp32 embedding of each
 of the 6,535 distinct texts of the 5,025 pairs (min, 1st percentile, mean). It depends on the CPU: on x86

@@ -364,3 +364,53 @@ def install_size_mb(python: str, *requirements: str) -> float:
         [python, "-c", _INSTALL_SIZE, *requirements], capture_output=True, text=True, check=True
     )
     return float(json.loads(out.stdout)["mb"])
+
+
+# ---------------------------------------------------------------------------- result files and charts
+class _Tee:
+    """sys.stdout that also keeps what is written, for the result file written at exit."""
+
+    def __init__(self, stream) -> None:
+        self.stream, self.kept = stream, []
+
+    def write(self, text: str) -> int:
+        self.kept.append(text)
+        return self.stream.write(text)
+
+    def __getattr__(self, name: str):
+        return getattr(self.stream, name)
+
+
+def _record_results() -> None:
+    """When a benchmark script of this folder runs as the main program, its printed tables and machine line
+    go, at exit, to benchmarks/results/NAME.json and its charts to docs/assets/charts (charts.py); a run
+    that prints no table (a peer's worker process, a run stopped early) writes nothing."""
+    import atexit
+
+    main = getattr(sys.modules.get("__main__"), "__file__", None)
+    if (
+        not main
+        or Path(main).resolve().parent != Path(__file__).resolve().parent
+        or Path(main).stem == "charts"
+    ):
+        return
+    tee = _Tee(sys.stdout)
+    sys.stdout = tee
+    argv = list(sys.argv)
+
+    def write() -> None:
+        sys.stdout = tee.stream
+        try:
+            from charts import write_result
+
+            path = write_result(argv, "".join(tee.kept))
+        except ImportError as exc:  # matplotlib missing in a peer's venv: the table is printed all the same
+            print(f"note: no result file or chart written ({exc}); pip install matplotlib", file=sys.stderr)
+            return
+        if path is not None:
+            print(f"results: {path.relative_to(REPO)} and its charts in docs/assets/charts", file=sys.stderr)
+
+    atexit.register(write)
+
+
+_record_results()

@@ -20,7 +20,7 @@ Held-out: calibrate on one set, then F1 on the other at that threshold next to e
 directions, fp32).
 
 Prints the registry lines (``CalibratedThreshold(...)``, pasted into
-``simkernel/runtime/acquisition/registry.py``) and the Markdown tables of README.md and benchmarks/README.md:
+``simkernel/runtime/acquisition/registry.py``) and the Markdown tables of docs/calibration.md and docs/benchmarks.md:
 
     python scripts/calibrate_default_model.py
 """

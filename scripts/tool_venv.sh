@@ -11,17 +11,29 @@
 # child runs the code under test with the extension that `make setup` built in place (an editable install
 # would rebuild that extension, in place, under test processes that have it loaded).
 #
-# Usage: scripts/tool_venv.sh ragas|deepeval [python]     (rerunnable; PyPI only, no model hub)
+# langchain-hf (LangChain's HuggingFaceEndpointEmbeddings, whose huggingface-hub < 2 pin the development venv
+# cannot take) is a client of `simkernel serve` only: its venv holds the extra alone (no torch, no simkernel),
+# and tests/serve/test_serve_tei.py compares what it gets from the server with the library in the test session.
+#
+# Usage: scripts/tool_venv.sh ragas|deepeval|langchain-hf [python]     (rerunnable; PyPI only, no model hub)
 # Environment: SIMKERNEL_TOOL_VENVS (default .tool-venvs in the repository).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-NAME=${1:?usage: scripts/tool_venv.sh ragas|deepeval [python]}
+NAME=${1:?usage: scripts/tool_venv.sh ragas|deepeval|langchain-hf [python]}
 PYTHON=${2:-python3.11}
 case "$NAME" in
-    ragas | deepeval) ;;
-    *) echo "tool_venv.sh: unknown tool '$NAME'; use ragas or deepeval" >&2; exit 2 ;;
+    ragas | deepeval | langchain-hf) ;;
+    *) echo "tool_venv.sh: unknown tool '$NAME'; use ragas, deepeval or langchain-hf" >&2; exit 2 ;;
 esac
 command -v "$PYTHON" >/dev/null || { echo "error: $PYTHON not found; install Python 3.11 (the local torch CPU wheel is for 3.11)" >&2; exit 1; }
+if [ "$NAME" = langchain-hf ]; then  # a client of the server only: the extra alone
+    VENV=${SIMKERNEL_TOOL_VENVS:-.tool-venvs}/$NAME
+    [ -x "$VENV/bin/python" ] || "$PYTHON" -m venv "$VENV"
+    mapfile -t REQUIREMENTS < <("$VENV/bin/python" -c 'import tomllib; print(*tomllib.load(open("pyproject.toml", "rb"))["project"]["optional-dependencies"]["langchain-hf"], sep="\n")')
+    "$VENV/bin/python" -m pip install --disable-pip-version-check -q "${REQUIREMENTS[@]}"
+    "$VENV/bin/python" -c "import langchain_huggingface, huggingface_hub; print('langchain-huggingface on huggingface_hub', huggingface_hub.__version__)"
+    exit 0
+fi
 ls src/simkernel/_cosine*.so >/dev/null 2>&1 || { echo "error: simkernel's extension is not built in src/simkernel; run \`make setup\` first" >&2; exit 1; }
 VENV=${SIMKERNEL_TOOL_VENVS:-.tool-venvs}/$NAME
 [ -x "$VENV/bin/python" ] || "$PYTHON" -m venv "$VENV"

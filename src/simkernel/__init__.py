@@ -11,7 +11,8 @@ torch, transformers, sentence_transformers or haystack):
   ``EvalTestCase`` and ``evaluate``.
 - ``simkernel.calibration``: ``calibrate`` (a score threshold from human labels) and ``Calibration``.
 - ``simkernel.scoring``: the scoring core (settings, the metric registry, one module per metric).
-- ``simkernel.tables``: the file formats; ``simkernel.batch``: the batch engine (``score_file``, ``calibrate_file``).
+- ``simkernel.tables``: the file formats; ``simkernel.batch``: the batch engine (``score_file``, ``calibrate_file``,
+  ``compare_files``); ``simkernel.stats``: intervals and paired comparisons (numpy).
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ _LAZY = {
     "Calibration": "simkernel.calibration",
     "score_file": "simkernel.batch.api",
     "calibrate_file": "simkernel.batch.calibrate",
+    "compare_files": "simkernel.batch.compare",
 }
 
 __all__ = [
@@ -49,6 +51,7 @@ __all__ = [
     "TextEncoder",
     "calibrate",
     "calibrate_file",
+    "compare_files",
     "evaluate",
     "score_file",
 ]
@@ -56,6 +59,7 @@ __all__ = [
 if TYPE_CHECKING:  # pragma: no cover
     from simkernel.batch.api import score_file
     from simkernel.batch.calibrate import calibrate_file
+    from simkernel.batch.compare import compare_files
     from simkernel.calibration import Calibration, calibrate
     from simkernel.components.evaluators import AnswerExactMatchEvaluator, SASEvaluator
     from simkernel.metrics.evaluation import evaluate

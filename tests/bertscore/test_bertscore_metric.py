@@ -82,12 +82,27 @@ def test_several_ground_truths_take_each_columns_best(model_id, tmp_path):
     assert [got["score_P"], got["score_R"], got["score_F"]] == pytest.approx(each.max(axis=0).tolist(), abs=0)
 
 
+LONG = "word " * 600  # past the model's 512 tokens
+
+
+def count_notes(text: str) -> list[str]:
+    """The summary's note lines that count empty and truncated texts."""
+    return [
+        line.strip()
+        for line in text.splitlines()
+        if "scored 0 (bert_score" in line or "truncated (as" in line
+    ]
+
+
 def test_the_command_line_local_and_ray_engines(model_id, tmp_path):
+    """Same output and the same counts of empty and truncated texts: the Ray workers' counts come back to
+    the summary, a long text in several blocks counting once."""
     from tests.ray.cluster import LOOPBACK_ENV, SLOW_MACHINE_ENV
 
-    source = write_csv(tmp_path / "in.csv", ROWS * 5)
+    rows = ROWS * 5 + [(LONG, "a long answer"), ("short", LONG)] * 3 + [("", "")]
+    source = write_csv(tmp_path / "in.csv", rows)
     env = {**os.environ, **LOOPBACK_ENV, **SLOW_MACHINE_ENV, "HF_HUB_OFFLINE": "1", "RAY_ADDRESS": "local"}
-    outputs = {}
+    outputs, notes = {}, {}
     for engine in ("local", "ray"):
         out = tmp_path / f"{engine}.csv"
         argv = [
@@ -112,8 +127,34 @@ def test_the_command_line_local_and_ray_engines(model_id, tmp_path):
         assert run.returncode == 0, run.stderr
         assert "column      score_F: mean" in run.stderr
         outputs[engine] = out.read_bytes()
-    np.testing.assert_array_equal(read_columns(tmp_path / "local.csv"), np.tile(expected(model_id), (5, 1)))
+        notes[engine] = count_notes(run.stderr)
+    np.testing.assert_array_equal(
+        read_columns(tmp_path / "local.csv")[: len(ROWS) * 5], np.tile(expected(model_id), (5, 1))
+    )
     assert outputs["ray"] == outputs["local"]
+    # 5 empty predictions of ROWS, and the last row's two empty texts; LONG in 6 rows (3 blocks) is 1 text
+    assert notes["local"] == [
+        "note        7 pair(s) with an empty text scored 0 (bert_score's rule)",
+        "note        1 text(s) past the model's limit truncated (as bert_score does)",
+    ]
+    assert notes["ray"] == notes["local"]
+
+
+def test_a_long_text_in_two_passes_of_pairs_is_counted_once(tmp_path):
+    """1,030 rows: the same long text in the first and the last row, which fall in different passes of
+    PAIRS_PER_PASS pairs."""
+    import simkernel
+    from simkernel.scoring.bertscore.matching import PAIRS_PER_PASS
+
+    rows = [(LONG, "a long answer")] + [("The cat sat.", "A cat sat.")] * (PAIRS_PER_PASS + 4) + [(LONG, "x")]
+    summary = simkernel.score_file(
+        write_csv(tmp_path / "in.csv", rows),
+        str(tmp_path / "out.csv"),
+        metric="bertscore",
+        metric_options={"layer": LAYER},
+    )
+    assert summary.rows > PAIRS_PER_PASS + 1
+    assert "1 text(s) past the model's limit truncated (as bert_score does)" in summary.notes
 
 
 def test_an_option_the_mode_does_not_take_is_refused(tmp_path):

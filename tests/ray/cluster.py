@@ -104,6 +104,7 @@ class LoopbackCluster:
     port: int = 0
     worker_home: Path = field(default_factory=Path)
     head_home: Path = field(default_factory=Path)
+    nodes: int = 2  # 1: the head alone
     started: list[subprocess.CompletedProcess] = field(default_factory=list)
 
     @property
@@ -166,6 +167,9 @@ class LoopbackCluster:
             "--max-worker-port", str(ports[11] + 60), *common,
         ]  # fmt: skip
         self._run(head, self.env(SIMKERNEL_HOME=str(self.head_home)))
+        if self.nodes == 1:
+            self._wait_for_nodes(1)
+            return
         worker_env = {
             k: v for k, v in self.env(SIMKERNEL_HOME=str(self.worker_home)).items() if k not in LOOPBACK_ENV
         }
@@ -222,10 +226,13 @@ class LoopbackCluster:
         )
 
 
-def start_cluster(head_home: Path) -> LoopbackCluster:
-    """A running two-node cluster under a fresh short folder in the system's temp dir (Ray's socket
-    paths must stay under 107 characters); stopped and cleaned up by the caller's :meth:`stop`."""
-    cluster = LoopbackCluster(Path(tempfile.mkdtemp(prefix="skray-")))
+def start_cluster(head_home: Path, nodes: int = 2) -> LoopbackCluster:
+    """A running cluster of ``nodes`` nodes (2, or 1: the head alone) under a fresh short folder in the
+    system's temp dir (Ray's socket paths must stay under 107 characters); stopped and cleaned up by the
+    caller's :meth:`stop`. ``ray start`` records the head's address in that folder (``ray_current_cluster``),
+    where a driver whose ``RAY_TMPDIR`` is :attr:`LoopbackCluster.root` finds it as it would find
+    ``ray start --head`` run on its machine."""
+    cluster = LoopbackCluster(Path(tempfile.mkdtemp(prefix="skray-")), nodes=nodes)
     try:
         cluster.start(head_home)
     except BaseException:

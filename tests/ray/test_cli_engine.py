@@ -153,3 +153,124 @@ def test_a_worker_killed_mid_job_still_gives_the_identical_output(ray_cluster, d
 )
 def test_blocks_give_every_worker_several(rows, workers, expected):
     assert block_rows(rows, workers, chunk_rows=10_000) == expected
+
+
+def test_without_address_it_connects_to_the_cluster_running_on_this_machine(data, local_csv):
+    """`ray start --head` on this machine, then `--engine ray` without --address: the command joins that
+    cluster (Ray refuses num_cpus there) and says so in the summary."""
+    from tests.ray.cluster import start_cluster
+
+    from simkernel.runtime.store.bundles import store_root
+
+    head = start_cluster(store_root(), nodes=1)
+    try:
+        env = head.env(RAY_TMPDIR=str(head.root))  # where this machine's `ray start` records its address
+        env.pop("RAY_ADDRESS", None)
+        out = data / "running.csv"
+        result = score(
+            [data / "in.csv", "-o", out, "--chunk-rows", CHUNK, "--label", "label", "--engine", "ray"], env
+        )
+        assert result.returncode == 0, result.stderr.decode()
+        summary = result.stderr.decode()
+        assert (
+            f"Ray: connected to the cluster already running on this machine at {head.address} (1 CPUs"
+            in summary
+        )
+        assert f"Ray cluster {head.address}: 1 worker x 1 CPU" in summary
+        assert out.read_bytes() == local_csv
+    finally:
+        head.stop(remove=True)
+
+
+def test_without_address_and_no_cluster_it_starts_ray_here_and_stops_it(data, local_csv):
+    import tempfile
+
+    from tests.ray.cluster import LOOPBACK_ENV, SLOW_MACHINE_ENV, processes_of
+
+    root = Path(tempfile.mkdtemp(prefix="skray-"))  # no cluster recorded there
+    try:
+        env = {
+            **os.environ,
+            **LOOPBACK_ENV,
+            **SLOW_MACHINE_ENV,
+            "HF_HUB_OFFLINE": "1",
+            "RAY_TMPDIR": str(root),
+        }
+        env.pop("RAY_ADDRESS", None)
+        out = data / "own.csv"
+        argv = [data / "in.csv", "-o", out, "--chunk-rows", CHUNK, "--label", "label", "--engine", "ray"]
+        result = score([*argv, "--workers", 1], env)
+        assert result.returncode == 0, result.stderr.decode()
+        summary = result.stderr.decode()
+        assert "Ray on this machine: 1 worker x 1 CPU" in summary
+        assert "connected to the cluster already running" not in summary
+        assert out.read_bytes() == local_csv
+        assert not processes_of(str(root)), "the Ray instance the command started is still running"
+    finally:
+        from tests.ray.cluster import LoopbackCluster
+
+        LoopbackCluster(root).stop(remove=True)
+
+
+def test_the_engine_reads_a_block_only_once_a_scored_one_came_back(ray_cluster, monkeypatch):
+    """The streaming bound, counted here, not by the engine: the engine runs in this process on an input
+    reader instrumented by the test, which logs when each chunk is read; the test logs when each chunk's
+    scores come back. With ``--ray-in-flight`` W (one block per chunk here), chunk k is read only once the
+    scores of chunk k - W are back: at most W blocks are submitted and not back, plus the one just read
+    (reading every chunk before scoring would read all ten before the first scores)."""
+    from tests.ray.cluster import LOOPBACK_ENV
+
+    from simkernel.batch.job import ScoreJob
+    from simkernel.batch.rows import ChunkInputs
+    from simkernel.ray.engine import RayEngine
+
+    for name, value in ray_cluster.env().items():
+        if name in LOOPBACK_ENV or name.startswith("RAY_") or name == "HF_HUB_OFFLINE":
+            monkeypatch.setenv(name, value)
+    rows = distinct_rows(160)
+    chunk = 16  # block_rows(160, 2 workers, 16) is 16: one block per chunk, ten chunks
+    events: list[tuple[str, int]] = []
+
+    def reader():
+        for k, start in enumerate(range(0, len(rows), chunk)):
+            part = rows[start : start + chunk]
+            events.append(("read", k))
+            yield ChunkInputs([r["predicted"] for r in part], [r["ground_truth"] for r in part])
+
+    for window in (1, 2):
+        events.clear()
+        job = ScoreJob(
+            file="-",
+            model=MODEL,
+            address=ray_cluster.address,
+            workers=2,
+            chunk_rows=chunk,
+            ray_in_flight=window,
+        )
+        engine = RayEngine(job)
+        try:
+            engine.load()
+            scores = []
+            for k, chunk_scores in enumerate(engine.scores(reader(), len(rows))):
+                events.append(("scored", k))
+                scores.extend(chunk_scores)
+        finally:
+            engine.close()
+        assert len(scores) == len(rows)
+        reads = [k for kind, k in events if kind == "read"]
+        assert reads == list(range(10))
+        back = 0
+        worst = 0
+        for kind, k in events:
+            if kind == "scored":
+                back += 1
+            else:
+                assert back >= k - window, (window, events)  # chunk k read before chunk k - W came back
+                worst = max(worst, k + 1 - back)
+        assert worst == window + 1, (window, events)  # W in flight and the one just read, never more
+    from simkernel.components.evaluators import SASEvaluator
+
+    expected = SASEvaluator(model=MODEL).run(
+        [r["ground_truth"] for r in rows], [r["predicted"] for r in rows]
+    )
+    assert scores == expected["individual_scores"]  # the local evaluator's, bit for bit

@@ -109,23 +109,32 @@ def test_every_batch_format_and_every_scorer_in_one_pipeline(ray_driver, minilm_
 
 
 def test_an_actor_runs_onnxruntime_on_the_cpus_ray_gave_it(ray_driver, minilm_in_store):
+    """Each scorer's threads: the actor's CPUs by default (1 here), the ``threads`` given when given (2 on
+    the same 1-CPU actor: the value passed, not the default), read from the onnxruntime session itself."""
     ray = ray_driver
 
     @ray.remote(num_cpus=1)
     class Probe:
-        def threads(self):
-            from simkernel.ray import SASScorer
+        def threads(self, threads):
+            from simkernel.ray import Embedder, ReferenceMatchScorer, SASScorer
 
-            scorer = SASScorer(model=MODEL)
-            session = scorer.scorer.runtime_model._session
-            return (
-                scorer.threads,
-                session._session.get_session_options().intra_op_num_threads,
-                session.workers,
-            )
+            found = []
+            for scorer in (
+                SASScorer(model=MODEL, threads=threads),
+                ReferenceMatchScorer(model=MODEL, threads=threads),
+            ):
+                session = scorer.scorer.runtime_model._session
+                options = session._session.get_session_options()
+                found.append((scorer.threads, options.intra_op_num_threads, session.workers))
+            embedder = Embedder(model=MODEL, threads=threads)
+            session = embedder.encoder._session
+            options = session._session.get_session_options()
+            found.append((embedder.threads, options.intra_op_num_threads, session.workers))
+            return found
 
     probe = Probe.remote()
-    assert ray.get(probe.threads.remote()) == (1, 1, 1)
+    assert ray.get(probe.threads.remote(None)) == [(1, 1, 1)] * 3  # the actor's one CPU
+    assert ray.get(probe.threads.remote(2)) == [(2, 2, 2)] * 3  # the setting, on the same 1-CPU actor
     ray.kill(probe)
     # outside Ray the same scorer takes the machine's CPUs, so the test above can tell the two apart
     from simkernel.runtime.inference.session import available_cpus
@@ -158,3 +167,49 @@ def test_without_ray_the_error_names_the_extra(tmp_path):
     assert result.returncode == 1 and len(err.strip().splitlines()) == 1
     assert "pip install 'simkernel[ray]'" in err
     assert not (tmp_path / "o.csv").exists()
+
+
+def test_the_documented_pipeline_sizes_its_pool_and_finishes_in_order(ray_driver, minilm_in_store):
+    """docs/ray.md's pipeline on the 2-CPU cluster: examples/answers.csv, the pool from pool_size (1 actor
+    beside the read and write tasks; the pool of 4 the README had waits for ever), rows in input order."""
+    import csv
+    from pathlib import Path
+
+    ray = ray_driver
+    from ray.data import ActorPoolStrategy, DataContext
+
+    from simkernel.ray import SASScorer, pool_size
+
+    answers = Path(__file__).resolve().parents[2] / "examples" / "answers.csv"
+    DataContext.get_current().execution_options.preserve_order = True
+    workers = pool_size(num_cpus=1)
+    assert workers == 1  # 2 CPUs: one for the actor, one for the read and write tasks
+    ds = ray.data.read_csv(str(answers), override_num_blocks=4)
+    ds = ds.map_batches(
+        SASScorer,
+        fn_constructor_kwargs=dict(model=MODEL),
+        compute=ActorPoolStrategy(size=workers),
+        num_cpus=1,
+        batch_size=16,
+        batch_format="pandas",
+    )
+    rows = ds.take_all()
+    with open(answers, encoding="utf-8", newline="") as handle:
+        source = list(csv.DictReader(handle))
+    assert [(r["ground_truth"], r["predicted"]) for r in rows] == [
+        (r["ground_truth"], r["predicted"]) for r in source
+    ]
+    expected = SASEvaluator(model=MODEL).run(
+        [r["ground_truth"] for r in source], [r["predicted"] for r in source]
+    )
+    assert [r["score"] for r in rows] == [float(np.float32(s)) for s in expected["individual_scores"]]
+
+
+def test_a_pool_that_cannot_be_placed_is_refused_naming_the_cpus(ray_driver):
+    from simkernel.ray import pool_size
+
+    assert pool_size(num_cpus=1, size=1) == 1
+    with pytest.raises(
+        ValueError, match=r"an actor pool of 4 x 1 CPU needs 4 CPUs, .* the Ray cluster has 2: .* Use size=1"
+    ):
+        pool_size(num_cpus=1, size=4)

@@ -1,11 +1,11 @@
 """One model list: the registry (:mod:`simkernel.runtime.acquisition.registry`) is the source of the models
-simkernel knows; the recipes in ``models/*.json`` and the models table of README.md repeat parts of it, and
+simkernel knows; the recipes in ``models/*.json`` and the models table of docs/models.md repeat parts of it, and
 these tests fail when they say something else.
 
 The recipes are written by hand (they describe how a model is built, not only what it is), so there is no
 generator to compare with: each recipe of a hub model must agree with the model's registry entry (id,
 aliases, kind, hub repository and revision), and a recipe of a model the registry does not know must be a
-test model. The README's table must list the registry's models in its order, with the same kind, dimension
+test model. The models page's table must list the registry's models in its order, with the same kind, dimension
 and languages.
 """
 
@@ -24,7 +24,7 @@ LANGUAGES = {
     "en": "English",
     "ru": "Russian",
     "zh": "Chinese",
-}  # the registry's codes, as the README writes them
+}  # the registry's codes, as the models page writes them
 
 
 def _recipes() -> dict[str, dict]:
@@ -34,9 +34,9 @@ def _recipes() -> dict[str, dict]:
 
 
 def _readme_rows() -> list[list[str]]:
-    """The cells of the rows of README.md's table under ``## Models``."""
-    text = (REPO / "README.md").read_text(encoding="utf-8")
-    section = text.split("\n## Models\n", 1)[1].lstrip("\n")
+    """The cells of the rows of the models table that opens docs/models.md (the site's models page)."""
+    text = (REPO / "docs" / "models.md").read_text(encoding="utf-8")
+    section = text.split("# Models and the model store\n", 1)[1].lstrip("\n")
     lines = section.split("\n\n", 1)[0].splitlines()  # the table right under the heading
     assert lines[0].split("|")[1:-1] == [" model id ", " kind ", " dim ", " languages ", " note "], lines[0]
     return [[cell.strip() for cell in line.split("|")[1:-1]] for line in lines[2:]]

@@ -124,6 +124,16 @@ def test_passes_give_the_scores_of_one_pass(pairs_per_pass):
         whole.empty_candidates,
         whole.empty_references,
     )
+    assert split.truncated_texts == whole.truncated_texts == 2
     encoder = StandInEncoder()
     score_pairs(encoder, CANDS, REFS, layer=1, pairs_per_pass=pairs_per_pass)
     assert max(len(call) for call in encoder.calls) <= 2 * pairs_per_pass
+
+
+@pytest.mark.parametrize("pairs_per_pass", [1, 2, 5])
+def test_a_truncated_text_in_several_passes_counts_once(pairs_per_pass):
+    long, other = "words " * 30, "more words " * 15
+    cands = [long, "a dog", long, "the cat", long]
+    refs = ["x y", long, "z", other, "w"]
+    result = score_pairs(StandInEncoder(), cands, refs, layer=1, pairs_per_pass=pairs_per_pass)
+    assert result.truncated_texts == 2  # long (in every pass) and other

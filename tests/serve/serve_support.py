@@ -19,6 +19,18 @@ DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 CROSS_MODEL = "simkernel-test/minilm-l6-cross-encoder"
 API_KEY = "test-key-0123456789abcdef"
 START_TIMEOUT_S = 120.0
+# the error's ``type`` for each status, as docs/server.md's "Errors" paragraph gives them (OpenAI's names)
+CONTRACT_TYPES = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    404: "not_found_error",
+    405: "invalid_request_error",
+    408: "invalid_request_error",
+    413: "invalid_request_error",
+    422: "invalid_request_error",
+    500: "server_error",
+    503: "server_overloaded",
+}
 PROXY_VARS = ("http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY")
 
 

@@ -19,8 +19,7 @@ TEXTS = [
     "The capital of Germany is Berlin",
     "Столица Франции — Париж.",
     "法国的首都是巴黎。",
-    "",
-    "   ",
+    "   ",  # an empty string is a 400, as OpenAI answers it (test_an_empty_input_is_openais_400)
     "a long answer " * 200,  # past the model's 256 tokens: truncated as the library truncates
     "Berlin is the capital of Germany.",  # a repeat
 ]
@@ -205,3 +204,11 @@ def test_small_answers_are_not_held_for_the_clients_delayed_ack(client):
         client.get("/health").raise_for_status()
         times.append(time.perf_counter() - started)
     assert statistics.median(times) < 0.02, f"median {statistics.median(times) * 1000:.1f} ms"
+
+
+def test_an_empty_input_is_openais_400(server):
+    """OpenAI's API refuses an empty string (alone or in an array) with a 400; so does the server, and the
+    openai client raises its BadRequestError with the server's message."""
+    for given in ("", ["Paris.", ""], []):
+        with pytest.raises(openai.BadRequestError, match="empty"):
+            openai_client(server).embeddings.create(model=DEFAULT_MODEL, input=given)

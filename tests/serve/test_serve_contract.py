@@ -1,5 +1,6 @@
-"""The error contract: OpenAI's error shape, the status for each kind of client mistake, a message
-that names the problem, a 503 with Retry-After for a full queue, and never a 500 for client input."""
+"""The error contract: OpenAI's error shape on OpenAI's and simkernel's routes, text-embeddings-inference's
+on TEI's, the status for each kind of client mistake, a message that names the problem, a 503 with
+Retry-After for a full queue, and never a 500 for client input."""
 
 from __future__ import annotations
 
@@ -8,14 +9,35 @@ import json
 
 import httpx
 import pytest
-from serve_support import API_KEY, CROSS_MODEL, DEFAULT_MODEL, ServerProcess, loopback_env
+from serve_support import API_KEY, CONTRACT_TYPES, CROSS_MODEL, DEFAULT_MODEL, ServerProcess, loopback_env
+
+TEI_PATHS = {"/", "/embed", "/predict", "/rerank", "/similarity", "/tokenize", "/decode", "/info"}
+TEI_TYPES = {
+    "validation",
+    "empty",
+    "overloaded",
+    "backend",
+    "unhealthy",
+    "tokenizer",
+    "unauthorized",
+    "not_found",
+}
 
 
 def error_of(response: httpx.Response, status: int) -> dict:
+    """The error of ``response`` in its path's protocol: TEI's ``{"error", "error_type"}`` on TEI's routes
+    (returned as ``{"message", "type"}``), OpenAI's ``{"error": {"message", "type", "code"}}`` elsewhere."""
     assert response.status_code == status, response.text
     assert response.headers["content-type"].startswith("application/json")
-    error = response.json()["error"]
-    assert set(error) == {"message", "type", "code"}
+    body = response.json()
+    if response.request.url.path in TEI_PATHS:
+        assert set(body) == {"error", "error_type"}, body
+        assert body["error_type"] in TEI_TYPES, body
+        error = {"message": body["error"], "type": body["error_type"]}
+    else:
+        error = body["error"]
+        assert set(error) == {"message", "type", "code"}
+        assert error["type"] == CONTRACT_TYPES[status], (status, error)
     assert isinstance(error["message"], str) and len(error["message"]) > 20
     return error
 
@@ -75,6 +97,15 @@ def test_wrong_types_and_token_ids_are_422(client):
         ("/similarity", {"inputs": ["a", "b"]}, "'inputs'"),
         ("/rerank", {"query": "q", "texts": "t"}, "texts"),
         ("/rerank", {"query": "q", "texts": ["t"], "raw_scores": "yes"}, "raw_scores"),
+        ("/embed", {"inputs": 3}, "inputs"),
+        ("/embed", {"inputs": ["ok", 3]}, "inputs[1]"),
+        ("/embed", {"inputs": "\ud800"}, "surrogate"),
+        ("/embed", {"inputs": "x", "prompt_name": "query"}, "prompt"),
+        ("/predict", {"inputs": {"a": 1}}, "'inputs'"),
+        ("/predict", {"inputs": [["a", 2]]}, "inputs[0][1]"),
+        ("/tokenize", {"inputs": [None]}, "inputs[0]"),
+        ("/decode", {"ids": [[1], "x"]}, "ids"),
+        ("/", {"inputs": 3}, "inputs"),
         (
             "/v1/sas",
             {"ground_truth_answers": ["a"], "predicted_answers": ["a", "b"]},
@@ -158,8 +189,32 @@ def test_wrong_methods_are_405(client):
 
 
 @pytest.mark.parametrize(
-    "path", ["/v1/embeddings", "/similarity", "/rerank", "/v1/sas", "/v1/reference-match"]
+    "path",
+    [
+        "/v1/embeddings",
+        "/similarity",
+        "/rerank",
+        "/v1/sas",
+        "/v1/reference-match",
+        "/embed",
+        "/predict",
+        "/tokenize",
+        "/decode",
+        "/",
+    ],
 )
 def test_an_empty_object_names_the_missing_field(client, path):
     error = error_of(client.post(path, json={}), 422)
     assert "missing" in error["message"]
+
+
+def test_each_route_answers_in_its_protocols_shape(client, server):
+    """The same mistakes on OpenAI's and TEI's routes: each in its own shape and status (an empty input is
+    a 400 on both; a malformed body a 400; a missing key a 401; the wrong method a 405)."""
+    assert error_of(client.post("/v1/embeddings", json={"model": DEFAULT_MODEL, "input": ""}), 400)
+    assert error_of(client.post("/embed", json={"inputs": ""}), 400)["type"] == "empty"
+    for path in ("/v1/embeddings", "/embed", "/"):
+        error_of(client.post(path, content=b"{bad"), 400)
+        error_of(httpx.Client(base_url=server.url, trust_env=False).post(path, json={}), 401)
+    error_of(client.get("/predict"), 405)
+    error_of(client.get("/info", params={"model": "no/such-model"}), 404)

@@ -39,7 +39,9 @@ def score_file(
     :param progress: show the progress bar and the output notices on stderr (the command line's default).
     :param options: the other fields of :class:`~simkernel.batch.job.ScoreJob`, named as the command
         line's options (``ground_truth="answer"``, ``label="label"``, ``model=...``, ``precision="int8"``,
-        ``threshold=0.7``, ``chunk_rows=...``, ``summary_json=...``); a misspelt one raises TypeError.
+        ``threshold=0.7``, ``chunk_rows=...``, ``summary_json=...``, ``resamples=10_000`` and ``seed=0`` (the
+        bootstrap of the summary's 95% intervals, ``summary.intervals``; 0 resamples: none), ``report=
+        "run.html"`` (an HTML report with charts; the plot extra)); a misspelt one raises TypeError.
     :raises UsageError: settings that do not apply (also a ``ValueError``); :raises DataError: bad input.
     """
     job = ScoreJob(

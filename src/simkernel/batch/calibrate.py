@@ -10,7 +10,6 @@ report's lines (what ``simkernel calibrate`` prints).
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from dataclasses import dataclass
@@ -19,9 +18,10 @@ from typing import Any
 from simkernel.batch.engines import score_in_chunks
 from simkernel.batch.job import ScoreJob
 from simkernel.batch.rows import ChunkInputs, columns_of, read_inputs
-from simkernel.batch.score import check_mode_options
+from simkernel.batch.score import check_mode_options, write_output_json
 from simkernel.calibration.fit import DEFAULT_BOOTSTRAP, DEFAULT_SEED
 from simkernel.errors import DataError, UsageError
+from simkernel.stats.defaults import DEFAULT_RESAMPLES
 from simkernel.tables.whole import read_table
 
 __all__ = ["FIXED_THRESHOLD", "CalibrationReport", "calibrate_file"]
@@ -42,10 +42,32 @@ class CalibrationReport:
     source: str
     unlabelled: int
     elapsed_s: float
+    figures: dict[str, Any] | None = None
+    scores: Any = None
+    labels: Any = None
 
     def lines(self) -> list[str]:
         """The report ``simkernel calibrate`` prints on stdout."""
         return [*report_lines(self), f"  time        {self.elapsed_s:.2f} s"]
+
+    def as_dict(self) -> dict[str, Any]:
+        """``--output-json``'s object: the calibration's ``to_dict()`` and, under ``figures``, the mean
+        score, Pearson and Spearman against the labels, and precision and recall at the threshold, each
+        with its 95% interval."""
+        figures = self.figures
+        result = self.calibration
+        if figures is not None and result.interval is not None:
+            threshold = {
+                "estimate": result.threshold,
+                "low": result.interval[0],
+                "high": result.interval[1],
+                "level": 0.95,
+                "method": "percentile bootstrap",
+                "resamples": result.bootstrap,
+                "seed": result.seed,
+            }
+            figures = {**figures, "intervals": {**figures["intervals"], "threshold": threshold}}
+        return {**result.to_dict(), "figures": figures}
 
 
 def calibrate_file(
@@ -58,6 +80,8 @@ def calibrate_file(
     seed: int = DEFAULT_SEED,
     output_json: str | os.PathLike | None = None,
     progress: bool = False,
+    resamples: int = DEFAULT_RESAMPLES,
+    report: str | os.PathLike | None = None,
     **options: Any,
 ) -> CalibrationReport:
     """Score every labelled row of the table ``input`` with ``metric`` and find the threshold on the
@@ -67,7 +91,10 @@ def calibrate_file(
     :param input: a CSV, TSV, JSONL or Parquet file (by extension, or ``input_format=``), ``"-"``: stdin.
     :param metric: a metric that runs a model (``"sas"``, ``"reference"``, or a plugin's).
     :param bootstrap: resamples for the threshold's 95% interval (0: none); ``seed`` theirs.
-    :param output_json: also write ``report.calibration.to_dict()`` to this path.
+    :param output_json: also write ``report.as_dict()`` to this path.
+    :param resamples: bootstrap resamples of the figures' 95% intervals (the mean score, Pearson,
+        Spearman; ``seed`` theirs too; 0: none); precision and recall get Wilson's interval.
+    :param report: also write an HTML report with charts to this path (the plot extra).
     :param progress: show the progress bar on a terminal.
     :param options: the columns and settings, named as ``simkernel calibrate``'s options
         (``ground_truth=``, ``predicted=``, ``references=``, ``model=``, ``precision=``, ``aggregation=``,
@@ -79,6 +106,12 @@ def calibrate_file(
     from simkernel.calibration.binary import stats_of
 
     started = time.perf_counter()
+    if report is not None:
+        from simkernel.batch.report import require_plotting
+
+        require_plotting()  # a missing extra is named before any work
+    if isinstance(resamples, bool) or not isinstance(resamples, int) or resamples < 0:
+        raise UsageError(f"--resamples must be a whole number >= 0 (0: no bootstrap), got {resamples!r}")
     job = ScoreJob(file=os.fspath(input), mode=metric, label=label, quiet=not progress, **options)
     if not job.metric.loads_model:
         raise UsageError(
@@ -117,16 +150,72 @@ def calibrate_file(
         raise DataError(f"{table.source}: {exc}") from None
     positive = [value >= result.positive_from for value in labels]
     fixed = stats_of(scores, positive, FIXED_THRESHOLD)
-    if output_json is not None:
-        _write_json(result.to_dict(), os.fspath(output_json))
-    return CalibrationReport(
+    calibration_report = CalibrationReport(
         calibration=result,
         fixed=fixed,
         description=scorer.description,
         source=table.source,
         unlabelled=len(table) - len(keep),
         elapsed_s=time.perf_counter() - started,
+        figures=figures_with_intervals(scores, labels, positive, result.threshold, resamples, seed),
+        scores=scores,
+        labels=labels,
     )
+    if output_json is not None:
+        write_output_json(calibration_report.as_dict(), os.fspath(output_json))
+    if report is not None:
+        from simkernel.batch.report import write_calibrate_report
+
+        texts = {
+            "rows": [table.rows[i] for i in keep],
+            "lines": [table.line_numbers[i] for i in keep],
+            "columns": list(columns_of(job).values()),
+            "label": label,
+        }
+        write_calibrate_report(calibration_report, os.fspath(report), texts)
+    return calibration_report
+
+
+def figures_with_intervals(
+    scores, labels, positive, threshold: float, resamples: int, seed: int
+) -> dict[str, Any]:
+    """The figures of a calibration with their intervals: the mean score, Pearson's r and Spearman's rho
+    against the labels (BCa bootstrap over rows), precision and recall at ``threshold`` (Wilson's)."""
+    import numpy as np
+
+    from simkernel.stats.intervals import bootstrap_intervals, wilson
+
+    x = np.asarray(scores, dtype=np.float64)
+    y = np.asarray(labels, dtype=np.float64)
+    truth = np.asarray(positive, dtype=bool)
+    found = bootstrap_intervals(x, y, resamples=resamples, seed=seed)
+    predicted = x >= threshold
+    tp = int(np.count_nonzero(predicted & truth))
+    rates = {"precision": wilson(tp, int(predicted.sum())), "recall": wilson(tp, int(truth.sum()))}
+    figures: dict[str, Any] = {
+        "mean_score": float(x.mean()),
+        "pearson": found["pearson"].estimate if found["pearson"] else None,
+        "spearman": found["spearman"].estimate if found["spearman"] else None,
+        "precision": tp / int(predicted.sum()) if predicted.any() else 0.0,
+        "recall": tp / int(truth.sum()),
+        "threshold": threshold,
+        "resamples": resamples,
+        "seed": seed,
+    }
+    if figures["pearson"] is None:
+        from simkernel.stats.correlation import pearson, spearman
+
+        figures["pearson"], figures["spearman"] = pearson(x, y), spearman(x, y)
+    intervals = {
+        "mean_score": found["mean"],
+        "pearson": found["pearson"],
+        "spearman": found["spearman"],
+        **rates,
+    }
+    figures["intervals"] = {
+        name: value.as_dict() if value is not None else None for name, value in intervals.items()
+    }
+    return figures
 
 
 def report_lines(report: CalibrationReport) -> list[str]:
@@ -154,7 +243,31 @@ def report_lines(report: CalibrationReport) -> list[str]:
     out.append(f"  fixed {FIXED_THRESHOLD:g}   eval_lib's default, for comparison")
     out.append(f"              {_figures(fixed)}")
     out.append(f"  use it      simkernel score FILE --threshold {result.threshold:.4f}")
+    figures = report.figures
+    if figures:
+        found = figures["intervals"]
+        out.append(f"  mean score  {figures['mean_score']:.4f}{_ci(found['mean_score'])}")
+        out.append(
+            f"  vs labels   Pearson {_value(figures['pearson'])}{_ci(found['pearson'])}, "
+            f"Spearman {_value(figures['spearman'])}{_ci(found['spearman'])}"
+        )
+        out.append(
+            f"  at {result.threshold:.4f} precision {figures['precision']:.4f}{_ci(found['precision'])}, "
+            f"recall {figures['recall']:.4f}{_ci(found['recall'])}"
+        )
+        if figures["resamples"]:
+            out.append(
+                f"  intervals   95%: BCa bootstrap over rows ({figures['resamples']:,} resamples, seed {figures['seed']}; --resamples, --seed); precision and recall Wilson score"
+            )
     return out
+
+
+def _ci(interval: dict[str, Any] | None) -> str:
+    return f" [{interval['low']:.4f}, {interval['high']:.4f}]" if interval else ""
+
+
+def _value(value: float | None) -> str:
+    return "n/a" if value is None or value != value else f"{value:.4f}"
 
 
 def _figures(stats: Any) -> str:
@@ -162,12 +275,3 @@ def _figures(stats: Any) -> str:
         f"precision {stats.precision:.4f}  recall {stats.recall:.4f}  F1 {stats.f1:.4f}  "
         f"kappa {stats.kappa:.4f}"
     )
-
-
-def _write_json(data: dict, path: str) -> None:
-    try:
-        with open(path, "w", encoding="utf-8") as handle:
-            json.dump(data, handle, ensure_ascii=False, indent=2)
-            handle.write("\n")
-    except OSError as exc:
-        raise DataError(f"cannot write --output-json {path!r}: {exc.strerror or exc}") from None

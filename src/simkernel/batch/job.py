@@ -14,6 +14,7 @@ from typing import Any
 from simkernel.scoring.metric import Metric
 from simkernel.scoring.registry import get_metric
 from simkernel.scoring.settings import ScoringSettings
+from simkernel.stats.defaults import DEFAULT_RESAMPLES, DEFAULT_SEED
 
 __all__ = ["DEFAULT_CHUNK_ROWS", "STDIO", "ScoreJob"]
 
@@ -34,6 +35,8 @@ class ScoreJob:
       :class:`~simkernel.scoring.ScoringSettings`; ``metric_options``: the metric's own settings (name ->
       value, e.g. bertscore's ``layer``); ``threshold``: a number or ``"calibrated"``;
     - ``score_column``, ``allow_empty``, ``chunk_rows``, ``resume``, ``quiet``, ``summary_json``;
+    - ``resamples`` and ``seed``: the bootstrap of the summary's 95% intervals (0 resamples: none);
+      ``report``: also write an HTML report with charts to this path (the plot extra);
     - ``engine``: ``"local"`` or ``"ray"``; ``address``, ``workers``, ``ray_in_flight``: the Ray engine's.
     """
 
@@ -64,6 +67,9 @@ class ScoreJob:
     address: str | None = None
     workers: int | None = None
     ray_in_flight: int | None = None
+    resamples: int = DEFAULT_RESAMPLES
+    seed: int = DEFAULT_SEED
+    report: str | None = None
 
     @classmethod
     def from_namespace(cls, namespace: Any) -> ScoreJob:

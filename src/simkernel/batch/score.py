@@ -54,6 +54,10 @@ def run_job(args: ScoreJob) -> Summary:
     out_format = format_of(args.output, args.output_format)  # a bad extension fails before any work
     require_format_support(out_format)  # a missing extra is named before any work
     require_format_support(args.input_format)
+    if args.report is not None:
+        from simkernel.batch.report import require_plotting
+
+        require_plotting()  # a missing extra is named before any work
     run_file_set = file_set_runner(args) if is_file_set(args.file) else None
     if run_file_set is not None:
         output, survey, engine, load_s, score_s = run_file_set(args, threshold, out_format)
@@ -81,9 +85,15 @@ def run_job(args: ScoreJob) -> Summary:
         scored_rows=scored_now,
         columns=[name for name, _ in args.metric.output_columns(args.score_column)],
         primary=args.metric.primary_index,
+        resamples=args.resamples,
+        seed=args.seed,
     )
     if args.summary_json:
         write_summary_json(summary, args.summary_json)
+    if args.report is not None:
+        from simkernel.batch.report import write_score_report
+
+        write_score_report(args, summary, output.scores, survey.labels)
     return summary
 
 
@@ -109,6 +119,10 @@ def _check_options(args: ScoreJob) -> None:
     check_mode_options(args)
     if not args.score_column.strip():
         raise UsageError("--score-column must be a non-empty name")
+    if isinstance(args.resamples, bool) or not isinstance(args.resamples, int) or args.resamples < 0:
+        raise UsageError(f"--resamples must be a whole number >= 0 (0: no bootstrap), got {args.resamples!r}")
+    if isinstance(args.seed, bool) or not isinstance(args.seed, int) or args.seed < 0:
+        raise UsageError(f"--seed must be a whole number >= 0, got {args.seed!r}")
     if args.engine != "ray" and (args.address is not None or args.workers is not None):
         raise UsageError("--address and --workers apply to --engine ray only; add --engine ray or drop them")
     if args.engine != "ray" and getattr(args, "ray_in_flight", None) is not None:
@@ -300,6 +314,16 @@ def _notes(args: ScoreJob, survey: Survey) -> list[str]:
     if note:
         notes.append(note)
     return notes
+
+
+def write_output_json(data: dict, path: str) -> None:
+    """``data`` as indented UTF-8 JSON in ``path`` (the ``--output-json`` of calibrate and compare)."""
+    try:
+        with open(path, "w", encoding="utf-8") as handle:
+            json.dump(data, handle, ensure_ascii=False, indent=2)
+            handle.write("\n")
+    except OSError as exc:
+        raise DataError(f"cannot write --output-json {path!r}: {exc.strerror or exc}") from None
 
 
 def write_summary_json(summary: Summary, path: str) -> None:

@@ -6,6 +6,11 @@ For a metric that adds several score columns, the figures below are its primary 
 rows, mean score, pass rate (where a threshold applies), Pearson and Spearman correlation with the
 human labels (rows without a label are scored but left out of the correlation, and the summary says
 how many), time taken (in all, loading the model, scoring) and rows scored per second (scoring time only).
+
+Every figure has its 95% interval (``intervals``, :mod:`simkernel.stats.intervals`): the mean and the
+correlations a seeded BCa bootstrap over rows (``resamples``, default 10,000, and ``seed``; 0 resamples:
+none), the pass rate Wilson's score interval. The correlations' resamples are those of the labelled rows
+(the mean's too when every row has a label).
 """
 
 from __future__ import annotations
@@ -18,7 +23,17 @@ from typing import Any, TextIO
 
 import numpy as np
 
-from simkernel.batch.stats import pearson, spearman
+from simkernel.stats.correlation import pearson, spearman
+from simkernel.stats.intervals import (
+    BOOTSTRAP_METHOD,
+    DEFAULT_LEVEL,
+    DEFAULT_RESAMPLES,
+    DEFAULT_SEED,
+    WILSON_METHOD,
+    Interval,
+    bootstrap_intervals,
+    wilson,
+)
 
 
 @dataclass
@@ -29,6 +44,7 @@ class ColumnSummary:
     mean: float | None
     pearson: float | None
     spearman: float | None
+    intervals: dict[str, dict[str, Any] | None] | None = None
 
 
 @dataclass
@@ -50,11 +66,16 @@ class Summary:
     notes: list[str] = field(default_factory=list)
     primary_column: str | None = None
     columns: list[ColumnSummary] | None = None
+    pass_rate: float | None = None
+    # figure -> Interval.as_dict() (estimate, low, high, level, method...) or None where none exists
+    intervals: dict[str, dict[str, Any] | None] = field(default_factory=dict)
+    resamples: int = DEFAULT_RESAMPLES
+    seed: int = DEFAULT_SEED
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready: NaN (an undefined correlation) becomes null; ``primary_column`` and ``columns``
         only for a metric that adds several score columns."""
-        data = _plain(asdict(self))
+        data = json_plain(asdict(self))
         if self.columns is None:
             del data["primary_column"], data["columns"]
         return data
@@ -65,11 +86,12 @@ class Summary:
             out.append("  nothing to score: the input has a header but no rows")
         if self.mean_score is not None:
             primary = f" ({self.primary_column})" if self.columns is not None else ""
-            out.append(f"  mean score  {self.mean_score:.4f}{primary}")
+            out.append(f"  mean score  {self.mean_score:.4f}{primary}{_ci(self.intervals.get('mean_score'))}")
         if self.threshold is not None and self.passed is not None:
             rate = self.passed / self.rows if self.rows else 0.0
             out.append(
                 f"  pass rate   {rate:.1%} ({self.passed} of {self.rows} with score >= {self.threshold:g})"
+                f"{_ci(self.intervals.get('pass_rate'), percent=True)}"
             )
         if self.label_column is not None:
             if self.labelled_rows:
@@ -78,6 +100,12 @@ class Summary:
                     f"Spearman {_fmt(self.spearman)} "
                     f"({self.labelled_rows} of {self.rows} rows labelled)"
                 )
+                both = [self.intervals.get("pearson"), self.intervals.get("spearman")]
+                if any(both):
+                    out.append(
+                        f"  {'':{len(repr(self.label_column)) + 3}}  "
+                        f"Pearson{_ci(both[0], bare=True)}, Spearman{_ci(both[1], bare=True)}"
+                    )
             else:
                 out.append(f"  vs {self.label_column!r}  no row has a label; no correlation")
         for column in self.columns or ():
@@ -93,6 +121,8 @@ class Summary:
             f"scoring {self.score_s:.2f} s{speed}"
         )
         out.append(f"  output      {'stdout' if self.output == '-' else self.output}")
+        if self.intervals:
+            out.append(f"  intervals   {interval_note(self.resamples, self.seed)}")
         out.extend(f"  note        {note}" for note in self.notes)
         return out
 
@@ -102,14 +132,36 @@ class Summary:
         stream.flush()
 
 
-def _plain(value: Any) -> Any:
+def json_plain(value: Any) -> Any:
+    """``value`` (dicts, lists, tuples, floats) with every NaN replaced by None, so that JSON holds null."""
     if isinstance(value, float) and math.isnan(value):
         return None
     if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_plain(v) for v in value]
+        return {k: json_plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_plain(v) for v in value]
     return value
+
+
+def interval_note(resamples: int, seed: int) -> str:
+    """What the summary's intervals are, for its last lines."""
+    if resamples == 0:
+        return f"{DEFAULT_LEVEL:.0%}: pass rate {WILSON_METHOD}; no bootstrap (--resamples 0)"
+    return (
+        f"{DEFAULT_LEVEL:.0%}, {BOOTSTRAP_METHOD} over rows ({resamples:,} resamples, seed {seed}; "
+        f"--resamples, --seed); pass rate {WILSON_METHOD}"
+    )
+
+
+def _ci(interval: dict[str, Any] | None, percent: bool = False, bare: bool = False) -> str:
+    """`` (95% CI 0.7012 to 0.7398)``; `` n/a`` (bare) or nothing where there is no interval."""
+    if not interval:
+        return " n/a" if bare else ""
+    if percent:
+        text = f"{interval['level']:.0%} CI {interval['low']:.1%} to {interval['high']:.1%}"
+    else:
+        text = f"{interval['level']:.0%} CI {interval['low']:.4f} to {interval['high']:.4f}"
+    return f" {text}" if bare else f" ({text})"
 
 
 def _fmt(value: float | None) -> str:
@@ -133,6 +185,8 @@ def summarize(
     scored_rows: int | None = None,
     columns: Sequence[str] = ("score",),
     primary: int = 0,
+    resamples: int = DEFAULT_RESAMPLES,
+    seed: int = DEFAULT_SEED,
 ) -> Summary:
     """Build the :class:`Summary` of one run (statistics in float64).
 
@@ -140,6 +194,7 @@ def summarize(
     none. ``scored_rows`` is how many of the rows this run scored, for the rate (default: all; fewer
     when the run continued an interrupted one). With several ``columns`` (the score columns' names),
     ``scores`` holds each row's numbers in turn, and the figures are those of the column at ``primary``.
+    ``resamples`` and ``seed``: the bootstrap's (0 resamples: the pass rate's Wilson interval only).
     """
     width = len(columns)
     table = np.asarray(scores, dtype=np.float64).reshape(-1, width)
@@ -156,6 +211,10 @@ def summarize(
         if labelled:
             x, y = values[keep], y_all[keep]
             r, rho = pearson(x, y), spearman(x, y)
+    intervals = figure_intervals(values, keep if labelled else None, y, resamples, seed)
+    if passed is not None:
+        rate = wilson(passed, rows)
+        intervals["pass_rate"] = rate.as_dict() if rate is not None else None
     column_summaries = None
     if width > 1:
         column_summaries = []
@@ -165,7 +224,8 @@ def summarize(
             if keep is not None and y is not None and labelled:
                 cr, crho = pearson(column[keep], y), spearman(column[keep], y)
             mean = float(column.mean()) if rows else None
-            column_summaries.append(ColumnSummary(name, mean, cr, crho))
+            found = figure_intervals(column, keep if labelled else None, y, resamples, seed)
+            column_summaries.append(ColumnSummary(name, mean, cr, crho, found))
     return Summary(
         rows=rows,
         description=description,
@@ -184,4 +244,24 @@ def summarize(
         notes=list(notes),
         primary_column=columns[primary] if width > 1 else None,
         columns=column_summaries,
+        pass_rate=passed / rows if passed is not None and rows else None,
+        intervals=intervals,
+        resamples=resamples,
+        seed=seed,
     )
+
+
+def figure_intervals(
+    values: np.ndarray, keep: np.ndarray | None, y: np.ndarray | None, resamples: int, seed: int
+) -> dict[str, dict[str, Any] | None]:
+    """The intervals of the mean of ``values`` and, with labels (``keep``: the labelled rows, ``y``: their
+    labels), of Pearson's r and Spearman's rho: figure name -> ``Interval.as_dict()`` or None."""
+    found: dict[str, Interval | None] = {}
+    if keep is not None and y is not None:
+        every_row = bool(keep.all())
+        wanted = ("mean", "pearson", "spearman") if every_row else ("pearson", "spearman")
+        found.update(bootstrap_intervals(values[keep], y, statistics=wanted, resamples=resamples, seed=seed))
+    if "mean" not in found:
+        found.update(bootstrap_intervals(values, statistics=("mean",), resamples=resamples, seed=seed))
+    found["mean_score"] = found.pop("mean")
+    return {name: interval.as_dict() if interval is not None else None for name, interval in found.items()}

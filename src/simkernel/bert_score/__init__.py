@@ -6,7 +6,7 @@ numbers (within 1e-5 in fp32 on the same checkpoint and layer) as float32 numpy 
 tensors, plus simkernel's ``precision`` ("fp32", "int8", "bf16") and ``threads``. The token vectors come
 from the model exported to ONNX (:class:`simkernel.runtime.TokenEncoder`), the greedy matching from the
 native kernel (:func:`simkernel.kernels.greedy_match`); the metric itself lives in
-:mod:`simkernel.scoring.bertscore`. What differs from bert_score is listed in the README's BERTScore section.
+:mod:`simkernel.scoring.bertscore`. What differs from bert_score is listed in docs/drop-ins.md (the site's "The drop-ins" page).
 """
 
 from __future__ import annotations

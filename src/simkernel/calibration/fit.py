@@ -22,9 +22,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from simkernel.calibration.binary import ThresholdStats, rates, stats_at, sweep
+from simkernel.stats.defaults import DEFAULT_SEED
 
 DEFAULT_BOOTSTRAP = 1000
-DEFAULT_SEED = 0
 INTERVAL_PERCENTILES = (2.5, 97.5)
 
 

@@ -38,6 +38,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             from simkernel.cli.calibrate import run_calibrate
 
             return run_calibrate(args)
+        if args.command == "compare":
+            from simkernel.cli.compare import run_compare
+
+            return run_compare(args)
         if args.command == "bertscore-baseline":
             from simkernel.cli.bertscore_baseline import run_bertscore_baseline
 

@@ -9,7 +9,7 @@ import sys
 from simkernel.batch.calibrate import calibrate_file
 
 # the command line's options that are calibrate_file's own keyword arguments, or a ScoreJob field
-_OWN = ("label", "positive_from", "bootstrap", "seed", "output_json")
+_OWN = ("label", "positive_from", "bootstrap", "seed", "output_json", "resamples", "report")
 _JOB = (
     "predicted",
     "ground_truth",

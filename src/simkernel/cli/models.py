@@ -130,10 +130,8 @@ def _export(args: argparse.Namespace) -> None:
     from simkernel.runtime.acquisition.hub_checkpoint import downloaded_checkpoint
 
     precisions = ("fp32", "int8") if args.precision == "int8" else ("fp32",)
-    keep = tuple(args.int8_keep_fp32 or ())
+    keep = tuple(args.int8_keep_fp32) if args.int8_keep_fp32 else None  # None: the registry's for the model
     token_layers = getattr(args, "token_layers", False)
-    if keep and token_layers:
-        raise DataError("--int8-keep-fp32 applies to the sentence-embedding export, not to --token-layers")
     if keep and args.precision != "int8":
         raise DataError("--int8-keep-fp32 applies to the int8 graph: add --precision int8")
     if hub_id is not None:
@@ -158,6 +156,7 @@ def _export(args: argparse.Namespace) -> None:
                         source=source,
                         revision=source["commit"] if source else None,
                         overwrite=args.overwrite,
+                        int8_keep_fp32=keep,
                     )
                 )
             else:

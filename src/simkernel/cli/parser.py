@@ -16,14 +16,15 @@ from simkernel._version import __version__
 from simkernel.batch.job import DEFAULT_CHUNK_ROWS
 from simkernel.scoring.registry import get_metric, metric_names
 from simkernel.scoring.settings import AGGREGATIONS, DEFAULT_MODEL, DEFAULT_PRECISION, PRECISIONS
-from simkernel.tables.formats import FORMATS
+from simkernel.stats.defaults import DEFAULT_RESAMPLES
+from simkernel.tables.formats import FORMATS, format_list
 
 _SCORE_EPILOG = f"""\
 modes:
   sas        semantic answer similarity (Haystack's SASEvaluator): cosine of the embeddings of
              --predicted and --ground-truth (default columns: predicted, ground_truth).
   reference  reference match (eval_lib's ReferenceMatchMetric): --predicted against every text of
-             the --references column (a JSON list in CSV/TSV, a list in JSONL; default column:
+             the --references column (a JSON list in CSV/TSV, a list in JSONL and Parquet; default column:
              references), each similarity clamped to [0, 1], then --aggregation max|mean;
              success = score >= --threshold (default 0.7).
   exact      exact match (Haystack's AnswerExactMatchEvaluator): 1 if the texts are identical.
@@ -36,7 +37,7 @@ The default model is {DEFAULT_MODEL} (English only), which `simkernel models pre
 offline; pass --model for another id or a local folder.
 
 output: every input row, in input order, with all its columns plus `score` (and `success` when a
-threshold applies), to --output (CSV, TSV, JSONL or Parquet by extension; stdout when omitted). A summary
+threshold applies), to --output ({format_list()} by extension; stdout when omitted). A summary
 (rows, mean score, pass rate, correlation with --label, time) goes to stderr.
 
 large files: rows are read, scored and written --chunk-rows at a time; OUT is written beside itself
@@ -121,6 +122,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     _add_score(commands)
     _add_calibrate(commands)
+    _add_compare(commands)
     _add_models(commands)
     _add_serve(commands)
     _add_bertscore_baseline(commands)
@@ -130,14 +132,12 @@ def build_parser() -> argparse.ArgumentParser:
 def _add_score(commands: argparse._SubParsersAction) -> None:
     score = commands.add_parser(
         "score",
-        help="score a CSV, TSV, JSONL or Parquet file of answers",
+        help=f"score a {format_list()} file of answers",
         description="Score every row of FILE and write it back with a score column.",
         epilog=_SCORE_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    score.add_argument(
-        "file", metavar="FILE", help="CSV, TSV, JSONL or Parquet file (by extension), or - for stdin"
-    )
+    score.add_argument("file", metavar="FILE", help=f"{format_list()} file (by extension), or - for stdin")
     score.add_argument(
         "--mode",
         choices=metric_names(),
@@ -206,6 +206,7 @@ def _add_score(commands: argparse._SubParsersAction) -> None:
     files.add_argument(
         "--quiet", "-q", action="store_true", help="no progress bar and no summary; errors only"
     )
+    _add_statistics_options(score, "the summary's")
     scale = score.add_argument_group("large files and clusters")
     scale.add_argument(
         "--chunk-rows",
@@ -228,7 +229,7 @@ def _add_score(commands: argparse._SubParsersAction) -> None:
     scale.add_argument(
         "--address",
         metavar="ADDR",
-        help="--engine ray: the cluster, auto or HOST:PORT (default: start Ray on this machine's CPUs)",
+        help="--engine ray: the cluster, auto or HOST:PORT (default: the cluster running on this machine, else Ray started on its CPUs)",
     )
     scale.add_argument(
         "--workers",
@@ -241,6 +242,33 @@ def _add_score(commands: argparse._SubParsersAction) -> None:
         type=_positive_int,
         metavar="N",
         help="--engine ray: blocks in Ray's object store at a time, read ahead of the scoring (default: 2 per worker)",
+    )
+
+
+def _add_statistics_options(command: argparse.ArgumentParser, whose: str, seed: bool = True) -> None:
+    """--resamples, --seed and --report (score, calibrate, compare)."""
+    stats = command.add_argument_group("statistics and report")
+    stats.add_argument(
+        "--resamples",
+        type=_non_negative_int,
+        default=DEFAULT_RESAMPLES,
+        metavar="N",
+        help=f"bootstrap resamples of {whose} 95%% intervals (default: {DEFAULT_RESAMPLES:,}; 0: none); "
+        "a rate's interval is Wilson's",
+    )
+    if seed:
+        stats.add_argument(
+            "--seed",
+            type=_non_negative_int,
+            default=0,
+            metavar="S",
+            help="seed of the bootstrap (default: 0)",
+        )
+    stats.add_argument(
+        "--report",
+        metavar="FILE.html",
+        help="also write one self-contained HTML page: the figures with their intervals and charts "
+        "(pip install 'simkernel[plot]')",
     )
 
 
@@ -293,7 +321,7 @@ def _add_calibrate(commands: argparse._SubParsersAction) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     calibrate.add_argument(
-        "file", metavar="FILE", help="CSV, TSV or JSONL file (by extension), or - for stdin"
+        "file", metavar="FILE", help=f"{format_list()} file (by extension), or - for stdin"
     )
     calibrate.add_argument(
         "--mode",
@@ -333,7 +361,11 @@ def _add_calibrate(commands: argparse._SubParsersAction) -> None:
         help="bootstrap resamples for the threshold's 95%% interval (default: 1000; 0: no interval)",
     )
     options.add_argument(
-        "--seed", type=int, default=0, metavar="S", help="seed of the bootstrap (default: 0)"
+        "--seed",
+        type=_non_negative_int,
+        default=0,
+        metavar="S",
+        help="seed of both bootstraps, the threshold's and the figures' (default: 0)",
     )
     options.add_argument(
         "--allow-empty",
@@ -346,6 +378,75 @@ def _add_calibrate(commands: argparse._SubParsersAction) -> None:
     )
     files.add_argument("--output-json", metavar="PATH", help="also write the result as a JSON object to PATH")
     files.add_argument("--quiet", "-q", action="store_true", help="no progress bar and no report")
+    _add_statistics_options(calibrate, "the mean score's and the correlations'", seed=False)
+
+
+_COMPARE_EPILOG = """\
+Two runs of the same questions, A and B (B - A > 0: B scores higher):
+  two scored files      simkernel compare a.csv b.csv --key id [--score-column score]
+  two files, texts      simkernel compare a.csv b.csv --key id --score [--mode sas ...]
+  one file, two columns simkernel compare runs.csv --predicted answer_a --predicted-b answer_b [--mode sas]
+Without --key the files' rows are paired in order (they must have as many rows). Keys missing from
+one side, duplicate keys, different row counts and a missing score column stop the run, naming the rows
+or columns; nothing is written.
+
+Reported: the mean of each, the mean paired difference with its 95% interval (BCa bootstrap over rows),
+the two-sided p-value of a paired sign-flip permutation test (exact under "A and B are exchangeable on
+every row", no assumption about the scores' distribution), wins / ties / losses at --tolerance, and the
+rows where the two differ most, both ways. docs/statistics.md gives the methods.
+
+example:
+  simkernel compare baseline.csv candidate.csv --key id --report compare.html
+"""
+
+
+def _add_compare(commands: argparse._SubParsersAction) -> None:
+    compare = commands.add_parser(
+        "compare",
+        help="is B better than A? two scored runs of the same questions, paired",
+        description="Compare two runs of the same questions row by row: two scored files joined on a key "
+        "column (or in order), or two predicted columns of one file scored against the same ground truth.",
+        epilog=_COMPARE_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    add = compare.add_argument
+    add(
+        "files",
+        metavar="FILE",
+        nargs="+",
+        help=f"RUN_A RUN_B ({format_list()}), or one file with --predicted-b",
+    )
+    add("--mode", choices=metric_names(), default="sas", help="the metric that scores texts (default: sas)")
+    add = compare.add_argument_group("columns").add_argument
+    add("--key", metavar="COL", help="join the two files' rows on this column (default: pair them in order)")
+    add("--score-column", metavar="NAME", default="score", help="the scores' column in each file (default: "
+        "score; a metric of several columns: e.g. score_F)")  # fmt: skip
+    add(
+        "--score",
+        action="store_true",
+        help="score the files' texts with --mode first (score columns ignored)",
+    )
+    add("--predicted", metavar="COL", help="column of predicted answers (default: predicted)")
+    add("--predicted-b", metavar="COL", help="one file: B's answers (--predicted: A's), scored with --mode")
+    add("--ground-truth", metavar="COL", help="column of correct answers (default: ground_truth)")
+    add("--references", metavar="COL", help="column of reference lists, reference mode (default: references)")
+    add("--label", metavar="COL", help="column of human labels (each run's correlations, the report)")
+    _add_model_options(compare)
+    add = compare.add_argument_group("scoring").add_argument
+    add("--aggregation", choices=AGGREGATIONS, help="reference mode: combine the references (default: max)")
+    add("--metric-option", dest="metric_options", action=_MetricOption, metavar="NAME=VALUE",
+        help="a setting of the mode's own (repeatable), e.g. bertscore's layer=4")  # fmt: skip
+    add("--allow-empty", action="store_true", help="score empty or blank texts as the evaluators do")
+    add = compare.add_argument_group("comparison").add_argument
+    add(
+        "--tolerance", type=_finite_float, default=0.0, metavar="T", help="|B - A| <= T is a tie (default: 0)"
+    )
+    add("--top", type=_non_negative_int, default=5, metavar="K", help="rows listed each way (default: 5)")
+    add = compare.add_argument_group("input and output").add_argument
+    add("--input-format", choices=FORMATS, help="format of the files when their extension does not say")
+    add("--output-json", metavar="PATH", help="also write the result as a JSON object to PATH")
+    add("--quiet", "-q", action="store_true", help="no progress bar and no printed result")
+    _add_statistics_options(compare, "the difference's")
 
 
 def _add_models(commands: argparse._SubParsersAction) -> None:

@@ -3,11 +3,13 @@
 Each class loads its model once per actor, in ``__init__``, and scores whole batches::
 
     import ray
-    from simkernel.ray import SASScorer
+    from ray.data import ActorPoolStrategy
+    from simkernel.ray import SASScorer, pool_size
 
-    ds = ray.data.read_parquet("answers.parquet")
+    ds = ray.data.read_csv("examples/answers.csv", override_num_blocks=4)
     ds = ds.map_batches(SASScorer, fn_constructor_kwargs=dict(model="sentence-transformers/all-MiniLM-L6-v2"),
-                        concurrency=4, num_cpus=1, batch_size=4096, batch_format="pandas")
+                        compute=ActorPoolStrategy(size=pool_size(num_cpus=1)), num_cpus=1,
+                        batch_size=4096, batch_format="pandas")
     ds.write_parquet("scored/")
 
 - :class:`SASScorer`: Haystack's semantic answer similarity (``SASEvaluator``) of ``predicted`` against
@@ -17,6 +19,8 @@ Each class loads its model once per actor, in ``__init__``, and scores whole bat
 - :class:`MetricScorer`: any metric of the scoring core's registry (``metric="sas"``, ``"reference"``,
   ``"exact"`` or one a plugin registers), its score in the metric's type.
 - :class:`Embedder`: the float32 embedding of ``text`` (a fixed-size list column).
+- :func:`pool_size`: the actors that fit the cluster beside the pipeline's read and write tasks (a pool
+  larger than that waits for ever; ``pool_size(size=4)`` checks a size and names the CPUs it lacks).
 
 Batches may be pandas DataFrames (``batch_format="pandas"``), pyarrow Tables (``"pyarrow"``) or dicts of
 numpy arrays (``"numpy"``); each class returns the batch's own columns plus its output column, in the
@@ -31,7 +35,7 @@ same format and row order. What they do for the user:
   (``ship_model=True``, the default);
 - order: Ray Data spreads work by blocks and keeps row order only with
   ``DataContext.get_current().execution_options.preserve_order = True``; a dataset of one block runs on one
-  actor. ``simkernel score --engine ray`` does both for you (see the README).
+  actor. ``simkernel score --engine ray`` does both for you (see docs/ray.md).
 
 Importing this module does not import ray; the classes import it when an actor builds them.
 """
@@ -49,13 +53,14 @@ _LAZY = {
     "Embedder": "simkernel.ray.scorers",
     "BlockScorer": "simkernel.ray.scorers",
     "actor_threads": "simkernel.ray.resources",
+    "pool_size": "simkernel.ray.resources",
     "ensure_model": "simkernel.ray.shipping",
 }
 
 __all__ = list(_LAZY)
 
 if TYPE_CHECKING:  # pragma: no cover
-    from simkernel.ray.resources import actor_threads  # noqa: F401
+    from simkernel.ray.resources import actor_threads, pool_size  # noqa: F401
     from simkernel.ray.scorers import (  # noqa: F401
         BlockScorer,
         Embedder,

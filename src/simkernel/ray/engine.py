@@ -57,6 +57,9 @@ class RayEngine:
         self.max_in_flight_seen = 0  # the most blocks that were in the object store at once (measured)
         self.blocks_scored = 0
         self.notes: list[str] = []
+        self.counts: Any = (
+            None  # what the workers' metric counted (None: nothing, or a metric that does not count)
+        )
         self._ray: Any = None
         self._native_log: NativeStderr | None = None
 
@@ -73,8 +76,13 @@ class RayEngine:
         if self.metric.loads_model:  # a missing model fails now, with the usual message
             resolve_model(self.model, self.precision)
         self._native_log = NativeStderr()
-        self._ray = _connect(self.address)
+        self._ray, found = _connect(self.address)
         cluster_cpus = int(self._ray.cluster_resources().get("CPU", 0))
+        if found is not None:
+            self.address = found
+            self.notes.append(
+                f"Ray: connected to the cluster already running on this machine at {found} ({cluster_cpus} CPUs; `ray stop` it, or set RAY_ADDRESS=local, to start one of its own instead)"
+            )
         if cluster_cpus < self.cpus:
             raise DataError(
                 f"the Ray cluster has {cluster_cpus} CPU(s), fewer than the {self.cpus} each worker needs (--threads); lower --threads or add nodes"
@@ -130,8 +138,18 @@ class RayEngine:
 
         actor_class = ray.remote(num_cpus=self.cpus, max_restarts=-1, max_task_retries=-1)(BlockScorer)
         actors = [actor_class.remote(MetricScorer, self._scorer_kwargs()) for _ in range(self.placed_workers)]
-        ray.get([actor.ready.remote() for actor in actors], timeout=ACTOR_START_TIMEOUT_S)
+        notes = ray.get([actor.ready.remote() for actor in actors], timeout=ACTOR_START_TIMEOUT_S)
+        self.notes.extend(
+            notes[0]
+        )  # the metric's settings (e.g. BERTScore's layer), the same on every worker
         return ActorPool(actors)
+
+    def _counted(self, result: tuple[Any, Any]) -> Any:
+        """A scored block, its worker's counts (BERTScore's empty and truncated texts) added to the run's."""
+        block, counts = result
+        if counts is not None:
+            self.counts = counts if self.counts is None else self.counts.add(counts)
+        return block
 
     def _scored(
         self, pool: Any, blocks: Iterator[tuple[Any, bool]], window: int, size: int
@@ -142,17 +160,19 @@ class RayEngine:
         lasts: deque[bool] = deque()
         for block, last in blocks:
             if len(lasts) >= window:
-                yield pool.get_next(), lasts.popleft()
+                yield self._counted(pool.get_next()), lasts.popleft()
             pool.submit(lambda actor, value: actor.score.remote(value), block)
             self.blocks_scored += 1
             lasts.append(last)
             self.max_in_flight_seen = max(self.max_in_flight_seen, len(lasts))
         while lasts:
+            scored = self._counted(pool.get_next())
             if len(lasts) == 1:
                 self.notes.append(
                     f"Ray: {self.blocks_scored} blocks of up to {size} rows, at most {self.max_in_flight_seen} in the object store at once (--ray-in-flight {window})"
                 )
-            yield pool.get_next(), lasts.popleft()
+                self.notes.extend(self.counts.notes() if self.counts is not None else [])
+            yield scored, lasts.popleft()
 
     def _block(self, pa: Any, chunk: ChunkInputs, start: int, stop: int, first_row: int) -> Any:
         targets = chunk.targets[start:stop]
@@ -244,9 +264,11 @@ def block_rows(rows: int, workers: int, chunk_rows: int) -> int:
     return min(chunk_rows, max(MIN_BLOCK_ROWS, math.ceil(rows / (workers * BLOCKS_PER_WORKER))))
 
 
-def _connect(address: str | None) -> Any:
-    """ray, initialised: connected to ``address`` (``auto``: the cluster this machine belongs to), or a new
-    single-node instance on this machine's CPUs bound to the loopback interface."""
+def _connect(address: str | None) -> tuple[Any, str | None]:
+    """(ray, initialised; the address of the running cluster it found, or None). Connected to ``address``
+    (``auto``: the cluster this machine belongs to); without one, to the cluster running on this machine
+    (:func:`running_cluster`) if there is one, else a new single-node instance on this machine's CPUs bound
+    to the loopback interface (stopped again by :meth:`RayEngine.close`)."""
     import logging
 
     if address is None:
@@ -259,19 +281,39 @@ def _connect(address: str | None) -> Any:
 
     ray = ray_module("--engine ray")
     if ray.is_initialized():
-        return ray
+        return ray, None
     options: dict[str, Any] = {"logging_level": logging.WARNING, "log_to_driver": False}
+    running = running_cluster() if address is None else None
     try:
-        if address is None:
-            ray.init(num_cpus=os.cpu_count() or 1, include_dashboard=False, **options)
+        if running is not None:  # Ray itself would connect to it, and refuse num_cpus
+            ray.init(address=running, **options)
+        elif address is None:
+            ray.init(address="local", num_cpus=os.cpu_count() or 1, include_dashboard=False, **options)
         else:
             ray.init(address=address, **options)
     except (ConnectionError, RuntimeError, ValueError) as exc:
-        where = address or "this machine"
+        where = address or (
+            f"{running} (the cluster this machine last started or joined)" if running else "this machine"
+        )
         raise DataError(
             f"cannot start or reach Ray at {where} ({' '.join(str(exc).split())[:300]}); check --address (auto, or HOST:PORT of the head node) and that the cluster is running (ray status)"
         ) from None
-    return ray
+    return ray, running
+
+
+def running_cluster() -> str | None:
+    """The address of the Ray cluster that ``ray.init()`` without an address would connect to: the one in
+    ``RAY_ADDRESS``, else the one this machine last started or joined with ``ray start`` (recorded in Ray's
+    temporary folder, ``RAY_TMPDIR`` or /tmp); None when there is none (then a new instance is started).
+    ``RAY_ADDRESS=local`` means none."""
+    try:  # Ray's own lookup, the one ray.init() runs (private: a Ray without it gets Ray's own rule)
+        from ray._private.services import canonicalize_bootstrap_address
+    except ImportError:  # pragma: no cover
+        return None
+    try:  # Ray annotates the address as str; its docstring and ray.init() pass None for "not given"
+        return canonicalize_bootstrap_address(None)  # type: ignore[arg-type]
+    except (ConnectionError, ValueError):  # pragma: no cover - an unreadable RAY_ADDRESS: ray.init names it
+        return None
 
 
 def _cause(exc: BaseException) -> str:

@@ -54,6 +54,18 @@ class MetricScorer:
         self.scorer = self.metric.scorer(checked)
         self.scorer.load()  # once per actor
 
+    @property
+    def notes(self) -> list[str]:
+        """The metric's lines for a summary (its settings; counts of what it scored, for metrics that
+        count)."""
+        return list(getattr(self.scorer, "notes", []))
+
+    def take_counts(self) -> Any:
+        """What the metric counted since the last call (e.g. BERTScore's empty and truncated texts, a
+        :class:`~simkernel.scoring.metrics.bertscore.TextCounts`), or None for a metric that counts nothing."""
+        take = getattr(self.scorer, "take_counts", None)
+        return take() if take is not None else None
+
     def __call__(self, batch: Any) -> Any:
         predicted = batches.texts(
             batches.column(batch, self.columns["predicted"], "predicted texts"), "predicted"
@@ -164,15 +176,17 @@ class Embedder:
 
 class BlockScorer:
     """A Ray actor around one of the scorers above, for ``simkernel score --engine ray``: built once per actor
-    (its model loaded then), ``score(block)`` returns the pyarrow block with its score column(s).
-    ``ready()`` answers once the constructor is done (the engine waits for every actor before handing out
-    blocks)."""
+    (its model loaded then), ``score(block)`` returns (the pyarrow block with its score column(s), what the
+    metric counted in it or None). ``ready()`` answers, with the scorer's summary lines, once the
+    constructor is done (the engine waits for every actor before handing out blocks)."""
 
     def __init__(self, scorer_class: type, kwargs: dict[str, Any]) -> None:
         self.scorer = scorer_class(**kwargs)
 
-    def ready(self) -> bool:
-        return True
+    def ready(self) -> list[str]:
+        return list(getattr(self.scorer, "notes", []))
 
-    def score(self, block: Any) -> Any:
-        return self.scorer(block)
+    def score(self, block: Any) -> tuple[Any, Any]:
+        scored = self.scorer(block)
+        take = getattr(self.scorer, "take_counts", None)
+        return scored, take() if take is not None else None

@@ -1,14 +1,16 @@
 """``simkernel serve``: an HTTP server for embeddings, similarity, reranking and scoring.
 
 Existing clients talk to it unchanged: OpenAI's embeddings API (``POST /v1/embeddings``, the ``openai``
-client, eval_lib's "openai" provider), Hugging Face text-embeddings-inference's ``POST /similarity`` and
-``POST /rerank``, and simkernel's own ``POST /v1/sas`` and ``POST /v1/reference-match``; ``GET
-/v1/models``, ``/health``, ``/ready`` and ``/metrics`` (Prometheus) beside them.
+client, eval_lib's "openai" provider), Hugging Face text-embeddings-inference's API (``POST /embed``,
+``/predict``, ``/rerank``, ``/similarity``, ``/tokenize``, ``/decode``, ``/`` and ``GET /info``, with TEI's
+error shape: huggingface_hub's ``InferenceClient``, Haystack's and LangChain's TEI clients), and simkernel's
+own ``POST /v1/sas`` and ``POST /v1/reference-match``; ``GET /v1/models``, ``/health``, ``/ready`` and
+``/metrics`` (Prometheus) beside them.
 
 Why Starlette + uvicorn: the server needs routing, request and response objects and an ASGI server with
 graceful shutdown, nothing more. FastAPI is Starlette plus pydantic request models and OpenAPI
 generation; here every body is checked by hand anyway (so that each error names the field and the fix,
-in OpenAI's error shape, and no client input can cause a 500), so FastAPI would add imports and
+in the shape of the route's protocol, and no client input can cause a 500), so FastAPI would add imports and
 start-up time and no function. uvicorn stops accepting on SIGTERM and waits for the accepted requests
 (``timeout_graceful_shutdown``), which is the drain the server needs. Both come with the ``serve``
 extra and are imported only by this package, never by ``import simkernel``.

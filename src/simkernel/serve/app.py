@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
 import time
+import traceback
 from typing import Any
 
 from starlette.applications import Starlette
@@ -19,7 +21,7 @@ import simkernel.serve.routes_openai as routes_openai
 import simkernel.serve.routes_score as routes_score
 import simkernel.serve.routes_tei as routes_tei
 from simkernel.serve.bodies import read_json
-from simkernel.serve.errors import ApiError, error_body
+from simkernel.serve.errors import TEI_PATHS, ApiError, error_body, tei_error
 from simkernel.serve.metrics import CONTENT_TYPE, ServerMetrics
 from simkernel.serve.middleware import ServeMiddleware
 from simkernel.serve.models import ServedModels
@@ -35,13 +37,13 @@ class AppState:
         self.ready = True
 
 
-def _error_response(exc: ApiError) -> Response:
-    return Response(
-        error_body(exc.status, exc.message, exc.code),
-        status_code=exc.status,
-        media_type="application/json",
-        headers=exc.headers,
-    )
+def _error_response(exc: ApiError, path: str = "") -> Response:
+    """The error answer in the shape of the path's protocol: TEI's on TEI's routes, OpenAI's elsewhere."""
+    if path in TEI_PATHS:
+        status, body = tei_error(exc.status, exc.message, exc.code)
+    else:
+        status, body = exc.status, error_body(exc.status, exc.message, exc.code)
+    return Response(body, status_code=status, media_type="application/json", headers=exc.headers)
 
 
 def _json(value: Any) -> Response:
@@ -77,11 +79,21 @@ def _post(state: AppState, handler):
     is cancelled."""
 
     async def endpoint(request: Request) -> Response:
+        from simkernel.errors import ModelError
+
+        path = request.url.path
         try:
             body = await read_json(request, state.settings.max_request_bytes, state.settings.body_timeout_s)
             value = await _unless_disconnected(request, handler(state, body))
         except ApiError as exc:
-            return _error_response(exc)
+            return _error_response(exc, path)
+        except ModelError as exc:
+            if path not in TEI_PATHS:
+                raise  # OpenAI's routes: the app's 500
+            # TEI answers a failed inference 424 ("backend"); the traceback goes to the log as a 500's does
+            print("simkernel serve: model error\n" + traceback.format_exc(), file=sys.stderr)
+            message = f"the model failed while answering (a fault of the server, not of the request): {exc}; retry, and report it if it persists"
+            return _error_response(ApiError(424, message, "model_error"), path)
         if isinstance(value, bytes):
             return Response(value, media_type="application/json")
         return _json(value)
@@ -125,22 +137,36 @@ def build_app(settings: ServeSettings, models: ServedModels) -> ServeMiddleware:
 
     async def http_error(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, HTTPException)
+        path = request.url.path
         if exc.status_code == 404:
-            return _error_response(routes_openai.not_served_path(request.url.path))
+            return _error_response(routes_openai.not_served_path(path), path)
         if exc.status_code == 405:
-            message = f"{request.method} is not allowed on {request.url.path}; see the README's endpoints for the method of each path"
-            return _error_response(ApiError(405, message, "method_not_allowed"))
-        return _error_response(ApiError(exc.status_code, str(exc.detail), "http_error"))
+            message = f"{request.method} is not allowed on {path}; see docs/server.md's endpoints for the method of each path"
+            return _error_response(ApiError(405, message, "method_not_allowed"), path)
+        return _error_response(ApiError(exc.status_code, str(exc.detail), "http_error"), path)
 
     async def internal_error(request: Request, exc: Exception) -> Response:
         # Starlette answers with this, then re-raises: the middleware prints the traceback
         message = "the server failed while answering (a fault of the server, not of the request); retry, and report it if it persists"
-        return _error_response(ApiError(500, message, "internal_error"))
+        return _error_response(ApiError(500, message, "internal_error"), request.url.path)
+
+    async def tei_info(request: Request) -> Response:
+        try:
+            return _json(routes_tei.info(state, request.query_params.get("model")))
+        except ApiError as exc:
+            return _error_response(exc, request.url.path)
 
     routes = [
         Route("/v1/embeddings", _post(state, _embeddings), methods=["POST"]),
         Route("/similarity", _post(state, routes_tei.similarity), methods=["POST"]),
         Route("/rerank", _post(state, routes_tei.rerank), methods=["POST"]),
+        Route("/embed", _post(state, routes_tei.embed), methods=["POST"]),
+        Route("/predict", _post(state, routes_tei.predict), methods=["POST"]),
+        Route("/tokenize", _post(state, routes_tei.tokenize), methods=["POST"]),
+        Route("/decode", _post(state, routes_tei.decode), methods=["POST"]),
+        Route("/info", tei_info, methods=["GET"]),
+        Route("/", _post(state, routes_tei.root), methods=["POST"]),
+        Route("/", health, methods=["GET"]),  # TEI's health probe on GET /
         Route("/v1/sas", _post(state, routes_eval.sas), methods=["POST"]),
         Route("/v1/reference-match", _post(state, routes_eval.reference_match), methods=["POST"]),
         Route("/v1/score/{metric}", _post_metric(state), methods=["POST"]),

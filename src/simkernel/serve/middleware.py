@@ -1,8 +1,9 @@
 """The ASGI middleware in front of every route: the API key, request counting and metrics, and the
-last-resort 500 (a fault of the server, never of a client, in OpenAI's error shape).
+last-resort 500 (a fault of the server, never of a client, in OpenAI's error shape; TEI's on TEI's
+routes, where it is TEI's 424).
 
 The key is compared with :func:`hmac.compare_digest` (no timing leak) and never logged or echoed.
-``/health`` and ``/ready`` need no key (probes). ``accepted`` and ``answered`` count the requests this
+``/health``, ``/ready`` and ``GET /`` (TEI's health probe) need no key. ``accepted`` and ``answered`` count the requests this
 server began and those whose answer it sent to its last byte, for the drain report at shutdown.
 """
 
@@ -13,7 +14,7 @@ import sys
 import time
 import traceback
 
-from simkernel.serve.errors import error_body
+from simkernel.serve.errors import TEI_PATHS, error_body, tei_error
 
 OPEN_PATHS = ("/health", "/ready")
 
@@ -47,7 +48,7 @@ class ServeMiddleware:
         try:
             refusal = self._refusal(scope)
             if refusal is not None:
-                await self._error(tracked_send, 401, refusal, "invalid_api_key")
+                await self._error(tracked_send, 401, refusal, "invalid_api_key", path)
             else:
                 await self.app(scope, receive, tracked_send)
         except Exception:  # a fault of the server: the client gets a 500 in the contract's shape
@@ -58,13 +59,15 @@ class ServeMiddleware:
                     500,
                     "the server failed while answering (a fault of the server, not of the request); retry, and report it if it persists",
                     "internal_error",
+                    path,
                 )
         finally:
             self.metrics.observe(path, status["code"], time.perf_counter() - start)
 
     def _refusal(self, scope) -> str | None:
-        if self._key is None or scope.get("path") in OPEN_PATHS:
-            return None
+        path = scope.get("path")
+        if self._key is None or path in OPEN_PATHS or (path == "/" and scope.get("method") == "GET"):
+            return None  # probes (TEI's GET / among them) need no key
         header = b""
         for name, value in scope.get("headers", ()):
             if name == b"authorization":
@@ -78,8 +81,11 @@ class ServeMiddleware:
         return None
 
     @staticmethod
-    async def _error(send, status: int, message: str, code: str) -> None:
-        body = error_body(status, message, code)
+    async def _error(send, status: int, message: str, code: str, path: str) -> None:
+        if path in TEI_PATHS:  # TEI's routes answer in TEI's shape
+            status, body = tei_error(status, message, code)
+        else:
+            body = error_body(status, message, code)
         headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
         await send({"type": "http.response.start", "status": status, "headers": headers})
         await send({"type": "http.response.body", "body": body})

@@ -12,8 +12,11 @@ registry's scorers.
 
 from __future__ import annotations
 
+import functools
+import json
 import os
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from simkernel.serve.errors import ApiError
@@ -38,6 +41,34 @@ class ServedModel:
     def count_tokens(self, texts: list[str]) -> int:
         """Tokens of ``texts`` as the model reads them (special tokens included, truncated)."""
         return sum(len(encoding.ids) for encoding in self.runtime._tokenizer.encode(texts))
+
+    @property
+    def tokenizer(self) -> Any:
+        """The model's :class:`~simkernel.runtime.inference.tokenizer.TextTokenizer` (truncating at
+        ``max_seq_length``, lower-casing where the model does)."""
+        return self.runtime._tokenizer
+
+    @functools.cached_property
+    def untruncated(self) -> Any:
+        """A copy of the model's ``tokenizers.Tokenizer`` that does not truncate (TEI's /tokenize and
+        /decode show whole texts)."""
+        from tokenizers import Tokenizer
+
+        copy = Tokenizer.from_str(self.tokenizer._tokenizer.to_str())
+        copy.no_truncation()
+        return copy
+
+    @functools.cached_property
+    def prompts(self) -> dict[str, str]:
+        """The ``prompts`` of the model's ``config_sentence_transformers.json`` (empty when it has none)."""
+        path = Path(self.runtime.model_path) / "config_sentence_transformers.json"
+        try:
+            prompts = json.loads(path.read_text(encoding="utf-8")).get("prompts") or {}
+        except (OSError, ValueError, AttributeError):
+            return {}
+        if not isinstance(prompts, dict):
+            return {}
+        return {str(k): v for k, v in prompts.items() if isinstance(v, str)}
 
 
 class ServedModels:
@@ -65,7 +96,7 @@ class ServedModels:
             raise ApiError(
                 404,
                 f"{endpoint} needs a {' or '.join(kinds)} model and this server serves none; served models: {self._described()}; start the server with --model ID of such a model",
-                "model_not_found",
+                "no_model_of_kind",
             )
         if not isinstance(name, str):
             raise ApiError(

@@ -3,7 +3,7 @@
 The body is OpenAI's: ``input`` (a string or an array of strings; token-id arrays are refused with 422,
 this server embeds text), ``model`` (a served id), ``encoding_format`` (``"float"``, the default, or
 ``"base64"``: the little-endian float32 bytes, as OpenAI sends them), ``dimensions`` (only the model's
-own) and ``user`` (ignored). The response is OpenAI's, with ``usage.prompt_tokens`` and
+own) and ``user`` (ignored). An empty string or array is a 400, as OpenAI answers it. The response is OpenAI's, with ``usage.prompt_tokens`` and
 ``usage.total_tokens`` counted by the model's tokenizer. Float embeddings are the float32 values
 written as JSON numbers that parse back to the same float32 bits.
 """
@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 import simkernel.serve.bodies as bodies
-from simkernel.serve.errors import ApiError, invalid, model_call
+from simkernel.serve.errors import ApiError, empty_input, invalid, model_call
 
 INLINE_TEXTS = 64  # a request with more texts has its tokens counted and its JSON written in a worker
 
@@ -30,15 +30,25 @@ def _is_token_ids(value: Any) -> bool:
 
 
 def embedding_inputs(body: dict[str, Any], max_inputs: int) -> list[str]:
+    """The texts of ``input``: 400 for an empty string or array, as OpenAI answers them."""
     raw = bodies.required(body, "input", "POST /v1/embeddings")
     if isinstance(raw, str):
-        return [bodies.text(raw, "input")]
-    if _is_token_ids(raw):
+        texts = [bodies.text(raw, "input")]
+    elif _is_token_ids(raw):
         raise invalid(
             "'input' holds token ids (an array of integers); this server embeds text only: send the text itself as a string or an array of strings",
             "token_ids_not_supported",
         )
-    return bodies.texts(raw, "input", max_inputs)
+    elif isinstance(raw, list) and not raw:
+        raise empty_input("'input' is an empty array; send at least one non-empty string")
+    else:
+        texts = bodies.texts(raw, "input", max_inputs)
+    for i, text in enumerate(texts):
+        if not text:
+            raise empty_input(
+                f"'input' holds an empty string (item {i}); OpenAI's API refuses empty inputs: send text, or leave the item out"
+            )
+    return texts
 
 
 def encoding_format(body: dict[str, Any]) -> str:
@@ -123,6 +133,6 @@ def models_payload(app_state) -> dict[str, Any]:
 def not_served_path(path: str) -> ApiError:
     return ApiError(
         404,
-        f"there is no endpoint {path[:200]!r}; this server has POST /v1/embeddings, /similarity, /rerank, /v1/sas, /v1/reference-match and GET /v1/models, /health, /ready, /metrics",
+        f"there is no endpoint {path[:200]!r}; this server has POST /v1/embeddings, /v1/sas, /v1/reference-match, /v1/score/METRIC, TEI's /embed, /predict, /rerank, /similarity, /tokenize, /decode and /, and GET /v1/models, /info, /health, /ready, /metrics",
         "not_found",
     )

@@ -27,6 +27,7 @@ __all__ = [
     "TABLE_FORMATS",
     "Table",
     "TableFormat",
+    "format_list",
     "format_of",
     "human_size",
     "require_format_support",
@@ -43,6 +44,13 @@ FORMATS = tuple(TABLE_FORMATS)
 # the order stdin is sniffed in; the last one takes whatever the others do not
 SNIFF_ORDER: tuple[TableFormat, ...] = (PARQUET, JSONL, TSV, CSV)
 _EXTENSIONS = {extension: f.name for f in TABLE_FORMATS.values() for extension in f.extensions}
+
+
+def format_list() -> str:
+    """Every format the batch engine reads and writes, as help texts name them: "CSV, TSV, JSONL or
+    Parquet" (from :data:`TABLE_FORMATS`, so a format added there appears in every ``--help``)."""
+    titles = [f.title or f.name.upper() for f in TABLE_FORMATS.values()]
+    return titles[0] if len(titles) == 1 else f"{', '.join(titles[:-1])} or {titles[-1]}"
 
 
 def table_format(fmt: str) -> TableFormat:

@@ -169,6 +169,7 @@ class ParquetFormat(TableFormat):
     """Parquet: typed columns kept from input to output, a cell may hold a list; positions count rows."""
 
     name = "parquet"
+    title = "Parquet"
     extensions = (".parquet", ".pq")
     typed = True
     lists_in_cells = True

@@ -69,6 +69,7 @@ class TableFormat:
 
     name: str = ""
     extensions: tuple[str, ...] = ()
+    title = ""  # as help texts and messages write it ("CSV", "Parquet"); default: the name in capitals
     keyed_rows = False
     typed = False
     lists_in_cells = False

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import time
@@ -174,6 +175,30 @@ def test_offline_uses_the_hf_cache_only(hub, env, monkeypatch):
     with pytest.raises(ModelNotFoundError, match="HF_HUB_OFFLINE"):
         TextEncoder(REPO)
     assert len(hub.requests) == seen
+
+
+def test_a_hub_that_cannot_be_reached_fails_at_once_and_the_hf_cache_still_serves(
+    tiny_repo, env, monkeypatch
+):
+    """A real hub on 127.0.0.1, then a port that refuses connections: huggingface_hub alone retries a refused connection
+    for about 23 s; here the error comes within a few seconds, and a model in the HF cache still loads."""
+    with FakeHub(FakeHub.from_folder(REPO, tiny_repo, _layout())) as server:
+        monkeypatch.setenv("HF_ENDPOINT", server.endpoint)
+        first = TextEncoder(REPO, threads=1).encode(["reachable"])
+    shutil.rmtree(store.model_dir(REPO))
+    with socket.socket() as closed:  # a port on 127.0.0.1 that nothing listens on: connections are refused
+        closed.bind(("127.0.0.1", 0))
+        monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{closed.getsockname()[1]}")
+    started = time.monotonic()
+    again = TextEncoder(REPO, threads=1).encode(["reachable"])  # rebuilt from the HF cache
+    np.testing.assert_array_equal(first, again)
+    shutil.rmtree(store.model_dir(REPO))
+    monkeypatch.setenv("HF_HOME", str(env / "empty-hf"))
+    with pytest.raises(
+        ModelNotFoundError, match="the hub could not be reached and the files are not in the HF cache"
+    ):
+        TextEncoder("org/never-downloaded")
+    assert time.monotonic() - started < 8  # huggingface_hub's own retries: 1 + 2 + 4 + 8 + 8 s per file
 
 
 def test_failed_download_leaves_no_model(hub):

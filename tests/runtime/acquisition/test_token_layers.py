@@ -99,6 +99,23 @@ def test_a_graph_missing_its_tolerance_writes_nothing(reference_checkpoint, tmp_
     assert not dst.exists() and list(tmp_path.iterdir()) == []
 
 
+def test_int8_keeps_the_dense_layers_the_registry_names_for_the_model(reference_checkpoint, tmp_path):
+    """all-mpnet-base-v2's int8 token layers keep ``layer.10/intermediate`` in fp32 (its registry entry); the
+    same export of a 2-layer checkpoint under that id fails on the pattern, which shows that the registry's
+    layers are applied without being asked; an explicit keep overrides them and lands in the manifest."""
+    mpnet = "sentence-transformers/all-mpnet-base-v2"
+    with pytest.raises(
+        ValueError, match=r"int8_keep_fp32 \['layer.10/intermediate'\] matches no dense layer"
+    ):
+        export_token_layers(reference_checkpoint, tmp_path / "a", ("fp32", "int8"), model_id=mpnet)
+    folder = export_token_layers(
+        reference_checkpoint, tmp_path / "b", "int8", model_id=mpnet, int8_keep_fp32=("layer.1/intermediate",)
+    )
+    facts = json.loads((folder / "simkernel.json").read_text())["files"]["model_int8.onnx"]["quantization"]
+    assert [name for name in facts["kept_fp32"] if "layer.1/intermediate" in name] == facts["kept_fp32"]
+    assert len(facts["kept_fp32"]) == 1
+
+
 def test_cli_export_token_layers(reference_checkpoint, tmp_path, monkeypatch, capsys):
     from simkernel.cli import main
 
@@ -110,6 +127,13 @@ def test_cli_export_token_layers(reference_checkpoint, tmp_path, monkeypatch, ca
     assert encoder.model_path == dst and encoder.num_layers == 6
     code = main(
         ["models", "export", str(reference_checkpoint), str(tmp_path / "y"), "--token-layers"]
-        + ["--precision", "int8", "--int8-keep-fp32", "layer.1"]
+        + ["--int8-keep-fp32", "layer.1/intermediate"]
     )
-    assert code != 0 and "--int8-keep-fp32" in capsys.readouterr().err
+    assert code != 0 and "--int8-keep-fp32 applies to the int8 graph" in capsys.readouterr().err
+    code = main(
+        ["models", "export", str(reference_checkpoint), str(tmp_path / "z"), "--token-layers"]
+        + ["--precision", "int8", "--int8-keep-fp32", "layer.99/intermediate"]
+    )
+    err = capsys.readouterr().err
+    assert code != 0 and "matches no dense layer" in err and "layer.99/intermediate" in err
+    assert not (tmp_path / "z" / "simkernel.json").exists()

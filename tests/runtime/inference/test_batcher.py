@@ -360,3 +360,123 @@ def test_a_fault_of_the_pass_thread_strands_no_caller(fresh, sas_texts):
     assert set(errors) == {0, 1} and all("raised by the test" in str(e) for e in errors.values())
     del encoder._batcher._take
     assert encoder.encode([sas_texts[902]]).shape == (1, 384)
+
+
+class LoopProbe:
+    """Wraps a model's real pass function (batching off: the function ``aencode`` / ``apredict`` runs): each
+    pass records its thread, then waits until a coroutine of the event loop has run since the pass began.
+    A pass run ON the loop's thread (a blocking call where an awaited one belongs) holds the loop, so that
+    coroutine never runs: after ``RELEASE_WAIT`` s the pass fails the call, naming the held loop."""
+
+    RELEASE_WAIT = 10.0
+
+    def __init__(self, model) -> None:
+        self.inner = model._run_pass
+        self.started = threading.Event()
+        self.released = threading.Event()
+        self.threads: list[int] = []
+        model._run_pass = self._run_pass
+
+    def _run_pass(self, encodings, batch_size):
+        self.threads.append(threading.get_ident())
+        self.started.set()
+        if not self.released.wait(self.RELEASE_WAIT):
+            raise AssertionError("the event loop was held while the model ran (a blocking call on the loop)")
+        return self.inner(encodings, batch_size)
+
+    async def await_call(self, call):
+        """Await ``call`` while a coroutine of this loop releases the pass once it started; (result, the
+        loop's thread)."""
+        self.started.clear()
+        self.released.clear()
+
+        async def release() -> None:
+            while not self.started.is_set():
+                await asyncio.sleep(0.001)
+            self.released.set()
+
+        releaser = asyncio.ensure_future(release())
+        result = await call
+        releaser.cancel()
+        return result, threading.get_ident()
+
+
+def test_with_batching_off_the_async_calls_give_the_sync_bits_off_the_event_loop(
+    default_bundle, cross_encoder_bundle, sas_texts, monkeypatch
+):
+    """SIMKERNEL_BATCHING=0 (no batcher): aencode / apredict still equal encode / predict bit for bit, and the
+    model runs in a worker thread while the event loop keeps running (a coroutine of the loop releases each
+    pass; a blocking call on the loop would hold it until the probe gives up)."""
+    monkeypatch.setenv("SIMKERNEL_BATCHING", "0")
+    encoder = TextEncoder(default_bundle, cache_size=0)
+    cross = CrossEncoder(cross_encoder_bundle)
+    assert encoder._batcher is None and cross._batcher is None
+    texts = [sas_texts[i] for i in range(1000, 1012)] + [
+        "Лев Толстой написал «Войну и мир».",
+        "北京是中国的首都。",
+    ]
+    pairs = [(texts[i], texts[i + 1]) for i in range(len(texts) - 1)]
+    want_rows = encoder.encode(texts, normalize=False)
+    want_scores = cross.predict(pairs)
+    want_logits = cross.predict(pairs, apply_activation=False)
+    text_probe, cross_probe = LoopProbe(encoder), LoopProbe(cross)
+
+    async def scenario():
+        rows, loop_thread = await text_probe.await_call(encoder.aencode(texts, normalize=False))
+        scores, _ = await cross_probe.await_call(cross.apredict(pairs))
+        logits, _ = await cross_probe.await_call(cross.apredict(pairs, apply_activation=False))
+        return rows, scores, logits, loop_thread
+
+    rows, scores, logits, loop_thread = asyncio.run(scenario())
+    assert np.array_equal(rows, want_rows) and rows.dtype == want_rows.dtype
+    assert np.array_equal(scores, want_scores) and np.array_equal(logits, want_logits)
+    for probe, passes in ((text_probe, 1), (cross_probe, 2)):
+        assert len(probe.threads) == passes
+        assert loop_thread not in probe.threads, "the model ran on the event loop's thread"
+
+
+def test_when_a_shared_tokenization_fails_each_call_is_tokenized_alone(fresh, alone, sas_texts):
+    """asyncio callers' texts are tokenized together by the pass thread; when that one tokenizer call fails,
+    each call is tokenized again alone: the call at fault gets the tokenizer's error, the others their rows
+    (the bits of a lone call), in the same pass."""
+    encoder = fresh()
+    recorder = PassRecorder(encoder, gate=True)
+    batcher = encoder._batcher
+    tokenize = batcher._tokenize
+    calls_seen: list[list] = []
+    poison = "a text the tokenizer refuses (the test's stand-in for a tokenizer fault)"
+
+    def tokenizer(keys):
+        calls_seen.append(list(keys))
+        if poison in keys:
+            raise ValueError("the tokenizer refused a text (raised by the test)")
+        return tokenize(keys)
+
+    batcher._tokenize = tokenizer
+    good = [[sas_texts[1100 + 2 * i], sas_texts[1101 + 2 * i]] for i in range(3)]
+    holder = threading.Thread(target=encoder.encode, args=(["holds the first pass"],))
+    holder.start()
+    assert recorder.first_started.wait(WAIT)
+
+    async def scenario():
+        tasks = [asyncio.ensure_future(encoder.aencode(c, normalize=False)) for c in good[:2]]
+        tasks.append(asyncio.ensure_future(encoder.aencode(["fine", poison], normalize=False)))
+        tasks.append(asyncio.ensure_future(encoder.aencode(good[2], normalize=False)))
+        while batcher.waiting < 4:
+            await asyncio.sleep(0.002)
+        recorder.gate.set()
+        return await asyncio.gather(*tasks, return_exceptions=True)
+
+    try:
+        results = asyncio.run(scenario())
+    finally:
+        recorder.gate.set()
+        join_all([holder])
+    assert isinstance(results[2], ValueError) and "raised by the test" in str(results[2])
+    for call, got in zip(good, [results[0], results[1], results[3]], strict=True):
+        assert np.array_equal(got, alone(call))
+    shared = [k for c in (good[0], good[1], ["fine", poison], good[2]) for k in c]
+    assert shared in calls_seen  # the one shared call that failed, then each call alone:
+    assert calls_seen[calls_seen.index(shared) + 1 :][:4] == [good[0], good[1], ["fine", poison], good[2]]
+    assert len(recorder.passes) == 2  # the holder's pass, then one pass for the three good calls
+    assert sorted(recorder.passes[1]) == sorted(ids_of(encoder, [t for c in good for t in c]))

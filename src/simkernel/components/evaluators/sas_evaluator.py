@@ -26,7 +26,7 @@ How a score is computed (as Haystack does, on the same model; the formulas are t
 Extensions (none changes the compatible behaviour):
 
 - ``precision="int8"``: the bundle's int8 graph (faster, slightly different scores: see the accuracy section
-  of benchmarks/README.md); ``precision="bf16"``: the fp32 graph on OpenVINO in bf16, on CPUs with native
+  of docs/benchmarks.md); ``precision="bf16"``: the fp32 graph on OpenVINO in bf16, on CPUs with native
   bf16 only (elsewhere the constructor raises ``PrecisionUnavailableError`` naming what the CPU lacks);
   ``threads=N``: onnxruntime intra-op threads (default: onnxruntime's choice).
 - ``device`` also takes plain strings: ``"cpu"``, ``"cuda"``, ``"cuda:N"`` (see

@@ -19,7 +19,7 @@ module named):
    ``basic`` passes (the manifest says so; :func:`simkernel.runtime.inference.bundle.session_optimization`
    reads it). ``fuse=True`` also applies onnxruntime's transformer optimizer first (Attention,
    EmbedLayerNormalization, SkipLayerNormalization, BiasGelu); it is off by default because the fused
-   graph measured no faster (slower in 2 of 3 runs) and loaded no faster here (benchmarks/studies/README.md);
+   graph measured no faster (slower in 2 of 3 runs) and loaded no faster here (docs/design-notes.md);
 4. int8: the unfused graph after the same offline ``extended`` optimisation, then
    :mod:`simkernel.runtime.acquisition.quantize` (per-row activations, batch-independent; not
    re-optimised after, see :func:`~simkernel.runtime.acquisition.graph_passes.per_row_int8`);
@@ -59,7 +59,7 @@ from simkernel.runtime.acquisition.graph_passes import (
 )
 from simkernel.runtime.acquisition.parity import PARITY_TOLERANCE, ParityError, Reference, passes, rounded
 from simkernel.runtime.acquisition.quantize import DEFAULT_QUANTIZATION, quantize_model
-from simkernel.runtime.acquisition.registry import WEIGHT_FILES
+from simkernel.runtime.acquisition.registry import WEIGHT_FILES, known_model
 from simkernel.runtime.acquisition.trace import copy_tokenizer_and_configs, export_raw_graph
 from simkernel.runtime.inference.config import read_model_config
 from simkernel.runtime.inference.tokenizer import TextTokenizer
@@ -106,7 +106,7 @@ def export_model(
     fuse: bool = False,
     overwrite: bool = False,
     tolerance: dict | None = None,
-    int8_keep_fp32: Iterable[str] = (),
+    int8_keep_fp32: Iterable[str] | None = None,
 ) -> Path:
     """Export the checkpoint folder ``src`` into the bundle folder ``dst``; returns ``dst``.
 
@@ -125,7 +125,8 @@ def export_model(
         int8_keep_fp32: parts of dense-layer (``MatMul``) node names whose layers stay fp32 in the int8
             graph, e.g. ``("layer.10/intermediate",)``: per-row int8 of all-mpnet-base-v2 misses the
             parity tolerance on very short texts (min cosine 0.950 on the empty string) until that one of
-            its 72 dense layers is kept in fp32 (0.982). Recorded in the manifest.
+            its 72 dense layers is kept in fp32 (0.982). Recorded in the manifest. None (the default):
+            the layers the registry names for ``model_id`` (:func:`int8_fp32_layers`).
 
     Raises:
         ParityError: a graph misses the parity tolerance (the message has the figures); ``dst`` untouched.
@@ -177,7 +178,7 @@ def export_model(
                         **PARITY_TOLERANCE[(config.kind, prec)],
                         **((tolerance or {}).get((config.kind, prec), {})),
                     },
-                    tuple(int8_keep_fp32),
+                    int8_fp32_layers(model_id, int8_keep_fp32),
                 )
                 files[PRECISIONS[prec]] = entry
                 parity[prec] = figures
@@ -193,6 +194,16 @@ def export_model(
             raise
         raise failure from exc
     return dst
+
+
+def int8_fp32_layers(model_id: str | None, int8_keep_fp32: Iterable[str] | None) -> tuple[str, ...]:
+    """The dense layers an int8 export keeps in fp32: ``int8_keep_fp32`` when given, else those the registry
+    names for ``model_id`` (:attr:`~simkernel.runtime.acquisition.registry.KnownModel.int8_keep_fp32`), else
+    none."""
+    if int8_keep_fp32 is not None:
+        return tuple(int8_keep_fp32)
+    known = known_model(model_id) if model_id else None
+    return known.int8_keep_fp32 if known else ()
 
 
 def export_to_store(

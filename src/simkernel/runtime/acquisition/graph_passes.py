@@ -82,7 +82,7 @@ def per_row_int8(
     The one recipe for the export and for hub models: the fp32 graph is optimised offline at onnxruntime's
     ``extended`` level (into ``work``), then quantised, and not optimised again: optimising after
     quantisation fuses Add + LayerNormalization into SkipLayerNormalization, which measured ~10% slower
-    here (benchmarks/studies/README.md). ``config``: the model's config, or None.
+    here (docs/design-notes.md). ``config``: the model's config, or None.
     """
     optimized = work / "fp32_extended.onnx"
     info = optimize_graph(fp32_graph, optimized, config, fuse=False)
@@ -114,7 +114,7 @@ def externalize_weights(path: Path) -> dict:
 
     onnxruntime memory-maps external data instead of parsing it out of the protobuf: loading the default
     model measured 0.26 s -> 0.07 s in a fresh process and RSS after loading 186 -> 117 MB, at the same
-    speed (benchmarks/studies/README.md). Tensors under 1 KiB stay in the graph file.
+    speed (docs/design-notes.md). Tensors under 1 KiB stay in the graph file.
     """
     onnx = import_optional("onnx", "export", "writing ONNX external data")
     model = onnx.load(str(path))

@@ -74,6 +74,17 @@ def fetch_file(repo: str, filename: str, revision: str, settings: dict) -> Path 
     try is reused."""
     import time
 
+    if not settings["offline"] and not hub_reachable(settings["endpoint"]):
+        # huggingface_hub would retry the connection for about 23 s before falling back on its cache
+        from huggingface_hub.errors import LocalEntryNotFoundError
+
+        cached = _fetch_once(repo, filename, revision, {**settings, "offline": True})
+        repo_cached = (Path(settings["cache_dir"]) / ("models--" + repo.replace("/", "--"))).is_dir()
+        if cached is None and not repo_cached:  # a file the cached repo lacks is absent, as offline
+            raise LocalEntryNotFoundError(
+                f"cannot connect to {settings['endpoint']}, and {repo}/{filename} is not in the HF cache"
+            )
+        return cached
     for attempt in range(DOWNLOAD_ATTEMPTS):
         try:
             return _fetch_once(repo, filename, revision, settings)
@@ -82,6 +93,35 @@ def fetch_file(repo: str, filename: str, revision: str, settings: dict) -> Path 
                 raise
             time.sleep(_RETRY_WAITS_S[min(attempt, len(_RETRY_WAITS_S) - 1)])
     raise AssertionError("unreachable")  # pragma: no cover
+
+
+UNREACHABLE_TTL_S = 60.0  # how long an endpoint that could not be reached is not probed again
+_unreachable: dict[str, float] = {}  # endpoint -> monotonic time of the failed probe
+
+
+def hub_reachable(endpoint: str) -> bool:
+    """Whether a connection to ``endpoint`` can be opened now (one HEAD request through huggingface_hub's
+    own client, so its proxy settings apply; any HTTP answer counts). False when the connection is refused,
+    the name does not resolve or connecting times out (``HF_HUB_ETAG_TIMEOUT``): then a download fails in
+    well under a second instead of huggingface_hub's five retries (1 + 2 + 4 + 8 + 8 s). A failure is
+    remembered for ``UNREACHABLE_TTL_S`` seconds per endpoint (a success is not: the network may go)."""
+    import time
+
+    now = time.monotonic()
+    if now - _unreachable.get(endpoint, -UNREACHABLE_TTL_S) < UNREACHABLE_TTL_S:
+        return False
+    from huggingface_hub import constants
+    from huggingface_hub.utils import get_session
+
+    try:
+        get_session().head(endpoint, timeout=constants.HF_HUB_ETAG_TIMEOUT, follow_redirects=False)
+        reachable = True
+    except Exception as exc:
+        names = {cls.__name__ for cls in type(exc).__mro__}
+        reachable = not (names & {"ConnectError", "ConnectTimeout"} or isinstance(exc, OSError))
+    if not reachable:
+        _unreachable[endpoint] = now
+    return reachable
 
 
 def _fetch_once(repo: str, filename: str, revision: str, settings: dict) -> Path | None:

@@ -2,7 +2,7 @@
 
 Why not onnxruntime's ``quantize_dynamic``: its ``DynamicQuantizeLinear`` computes ONE activation scale
 over the whole input tensor, i.e. over every token of every text in the batch. A text's embedding then
-depends on which other texts share its batch (benchmarks/studies/README.md), so an evaluation metric would
+depends on which other texts share its batch (docs/design-notes.md), so an evaluation metric would
 give the same pair different scores depending on what else is scored. That is a defect for an evaluation
 library, so this package does not offer it (the study that measures it has its own copy,
 ``benchmarks/studies/dynamic_int8.py``).
@@ -127,7 +127,7 @@ def quantize_per_row(src: str | Path, dst: str | Path, exclude_nodes: Iterable[s
     for every weight MatMul (see the module docstring); returns how many MatMuls were quantised.
 
     The graph form was chosen by measurement (``benchmarks/studies/graph_profile.py``, see
-    benchmarks/studies/README.md): onnxruntime runs every operator as a separate pass over the activations, so
+    docs/design-notes.md): onnxruntime runs every operator as a separate pass over the activations, so
     the fewer full-size operators per dense layer, the faster. Per distinct activation tensor ``x``
     (Q, K and V share theirs), three full-size passes::
 

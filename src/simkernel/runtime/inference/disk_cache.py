@@ -53,7 +53,8 @@ _SCHEMA = (
 )
 
 
-def _text_digest(text: str) -> bytes:
+def text_digest(text: str) -> bytes:
+    """16 bytes that identify ``text`` (the start of its UTF-8 SHA-256; the same in every process)."""
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()[:16]
 
 
@@ -271,7 +272,7 @@ class DiskEmbeddingCache:
         model = self._model_id(conn, key, create=False)
         if model is None:
             return
-        wanted = {_text_digest(t): i for i, t in enumerate(texts)}
+        wanted = {text_digest(t): i for i, t in enumerate(texts)}
         digests = list(wanted)
         positions, blobs, stale, damaged = [], [], [], []
         width = None  # every vector of one model has the same length
@@ -318,7 +319,7 @@ class DiskEmbeddingCache:
                 cursor = conn.execute(
                     "INSERT OR IGNORE INTO vectors (model, digest, text, vector, crc, size, used)"
                     " VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    (model, _text_digest(text), text, blob, _crc(text, blob), size, now),
+                    (model, text_digest(text), text, blob, _crc(text, blob), size, now),
                 )
                 added += size if cursor.rowcount == 1 else 0
             total = _add_bytes(conn, added)

@@ -14,7 +14,7 @@
   whole batches on a single-threaded twin of the session, instead of one batch at a time split over
   ``threads`` intra-op threads. On short texts the per-operator work is too small to split well:
   measured 1.12-1.44x (fp32) and 1.16-1.34x (int8) more sentences/s for all-MiniLM-L6-v2 on the SAS
-  answers (2 cores; benchmarks/studies/README.md). The twin is made at the first call
+  answers (2 cores; docs/design-notes.md). The twin is made at the first call
   with several batches (~0.2 s, and +58 MB RSS for the fp32 default model, +29 MB int8), so a call with
   one batch (and single-text latency) keeps the intra-op session.
 """

@@ -45,7 +45,7 @@ class BundleTextEncoder:
             Spearman within 0.0005, ~1.6x faster);
             for hub models simkernel makes the same per-row int8 from the downloaded fp32 graph when the
             ``onnx`` package is installed, else it uses the repo's own int8 file (onnxruntime dynamic
-            quantisation, batch-dependent; a warning says so). See benchmarks/studies/README.md.
+            quantisation, batch-dependent; a warning says so). See docs/design-notes.md.
             ``"bf16"``: ``model.onnx`` on OpenVINO's CPU plugin computing in bf16, only on CPUs with
             native bf16 (avx512_bf16 / amx_bf16; elsewhere a PrecisionUnavailableError says what the CPU
             lacks) with the ``openvino`` extra: near-fp32 accuracy at int8-like speed on long texts

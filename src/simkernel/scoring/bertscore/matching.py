@@ -35,12 +35,19 @@ __all__ = ["PairScores", "best_over_groups", "score_pairs"]
 @dataclass(frozen=True)
 class PairScores:
     """P, R, F of each pair: ``scores`` float32 (pairs, 3), or (layers, pairs, 3) for every layer; how many
-    pairs had an empty candidate / reference (scored 0), and how many distinct texts were truncated."""
+    pairs had an empty candidate / reference (scored 0), and the distinct texts that were truncated
+    (``truncated``: their :func:`~simkernel.runtime.inference.disk_cache.text_digest`, so that counts from
+    several calls or processes can be merged without counting a text twice)."""
 
     scores: np.ndarray
     empty_candidates: int
     empty_references: int
-    truncated_texts: int
+    truncated: frozenset[bytes]
+
+    @property
+    def truncated_texts(self) -> int:
+        """How many distinct texts of the call were truncated (a text in several passes counts once)."""
+        return len(self.truncated)
 
 
 def _unique_texts(texts: Sequence[str]) -> tuple[list[str], np.ndarray]:
@@ -68,7 +75,8 @@ def score_pairs(
 
     The pairs are scored ``pairs_per_pass`` at a time, so the token vectors held at once are those of at
     most 2 x ``pairs_per_pass`` texts (about 150 MB for 1,024 pairs of 256-token texts at 384 dimensions,
-    whatever the number of pairs); a text repeated in two passes is encoded in each."""
+    whatever the number of pairs); a text repeated in two passes is encoded in each (and, if truncated,
+    counted once)."""
     from simkernel.scoring.bertscore.idf import plain_weights
 
     if len(candidates) != len(references):
@@ -89,12 +97,12 @@ def score_pairs(
     ]
     if not passes:
         shape = (encoder.num_layers + 1, 0, 3) if layer is None else (0, 3)
-        return PairScores(np.zeros(shape, dtype=np.float32), 0, 0, 0)
+        return PairScores(np.zeros(shape, dtype=np.float32), 0, 0, frozenset())
     return PairScores(
         np.concatenate([p.scores for p in passes], axis=-2),
         sum(p.empty_candidates for p in passes),
         sum(p.empty_references for p in passes),
-        sum(p.truncated_texts for p in passes),
+        frozenset().union(*(p.truncated for p in passes)),
     )
 
 
@@ -103,6 +111,7 @@ def _score_pass(
 ) -> PairScores:
     """:func:`score_pairs` of one pass: its distinct texts encoded once, then matched in the kernel."""
     from simkernel.kernels import greedy_match, normalize
+    from simkernel.runtime.inference.disk_cache import text_digest
 
     n = len(candidates)
     texts, index = _unique_texts([*candidates, *references])
@@ -123,7 +132,7 @@ def _score_pass(
         scores if layer is None else scores[0],
         int(empty_candidate.sum()),
         int(empty_reference.sum()),
-        int(np.count_nonzero(batch.truncated)),
+        frozenset(text_digest(texts[i]) for i in np.flatnonzero(batch.truncated)),
     )
 
 

