@@ -7,7 +7,11 @@ by the real Haystack and eval_lib (tests/data/README.md names their sources and 
 
 from __future__ import annotations
 
+import faulthandler
 import json
+import os
+import signal
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -15,6 +19,27 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO / "tests" / "data"
+
+# Ray keeps 127.0.0.1 as the node address only with this set before ray is first imported (tests/ray/cluster.py
+# says why); a test that imports ray earlier in the same process (a documentation example, say) would
+# otherwise leave every later loopback-cluster driver waiting for a GCS at the machine's outward address.
+os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+
+
+_STACKS_FILE = None  # kept open for faulthandler, which writes to its file descriptor
+
+
+def pytest_configure(config):
+    """A part of scripts/run_tests.sh past its budget gets SIGUSR1 (every thread's stack, appended to the
+    file ``$SIMKERNEL_TEST_STACKS`` names: pytest captures file descriptor 2 while a test runs), then SIGINT
+    (pytest's summary). A shell starts background processes with SIGINT ignored, and Python then keeps it
+    ignored, so the KeyboardInterrupt handler is installed here explicitly."""
+    global _STACKS_FILE
+    if hasattr(signal, "SIGUSR1"):
+        target = os.environ.get("SIMKERNEL_TEST_STACKS")
+        _STACKS_FILE = open(target, "a") if target else sys.__stderr__  # noqa: SIM115 (open for the session)
+        faulthandler.register(signal.SIGUSR1, file=_STACKS_FILE, all_threads=True)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture(scope="session")
