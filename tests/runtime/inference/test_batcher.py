@@ -480,3 +480,57 @@ def test_when_a_shared_tokenization_fails_each_call_is_tokenized_alone(fresh, al
     assert calls_seen[calls_seen.index(shared) + 1 :][:4] == [good[0], good[1], ["fine", poison], good[2]]
     assert len(recorder.passes) == 2  # the holder's pass, then one pass for the three good calls
     assert sorted(recorder.passes[1]) == sorted(ids_of(encoder, [t for c in good for t in c]))
+
+
+# ------------------------------------------------------------------ the gather window
+
+
+@pytest.mark.parametrize(
+    ("window", "waited", "expected", "came_back", "next_window"),
+    [
+        (0.004, 0.003, 8, 8, 0.006),  # all came back in 3 ms: twice that
+        (0.004, 0.0004, 8, 8, 0.002),  # all came back at once: the floor
+        (0.008, 0.008, 8, 9, 0.010),  # all came back (and more): twice 8 ms, cut to the ceiling
+        (0.004, 0.004, 8, 4, 0.006),  # half came back before the window closed: 1.5 times longer
+        (0.008, 0.008, 8, 6, 0.010),  # most came back: 1.5 times, cut to the ceiling
+        (0.008, 0.008, 8, 3, 0.004),  # fewer than half: half as long
+        (0.003, 0.003, 8, 0, 0.002),  # nobody came back: never below the floor
+    ],
+)
+def test_the_gather_window_follows_the_callers_that_come_back(
+    window, waited, expected, came_back, next_window
+):
+    from simkernel.runtime.inference.batcher import (
+        GATHER_CEILING_SECONDS,
+        GATHER_FLOOR_SECONDS,
+        next_gather_window,
+    )
+
+    assert (GATHER_FLOOR_SECONDS, GATHER_CEILING_SECONDS) == (0.002, 0.010)
+    assert next_gather_window(window, waited, expected, came_back) == pytest.approx(next_window, abs=1e-12)
+
+
+def test_callers_that_never_come_back_keep_the_pass_thread_from_waiting_longer(fresh, alone, sas_texts):
+    """A server's pattern: each caller makes one call and leaves. The pass thread, having woken them, waits
+    for them once and finds none back, so its window stays at the floor: queued calls are never held for
+    company that is not coming. (Repeat callers, threads scoring pair after pair, widen it: the rule is
+    checked above, its effect on pass sizes measured by benchmarks/studies/shared_passes.py.)"""
+    from simkernel.runtime.inference.batcher import GATHER_FLOOR_SECONDS
+
+    encoder = fresh()
+    recorder = PassRecorder(encoder, gate=True)
+    batcher = encoder._batcher
+    calls = [[sas_texts[300 + i]] for i in range(8)]
+    first = threading.Thread(target=encoder.encode, args=(["the call that holds the model"],))
+    first.start()
+    assert recorder.first_started.wait(WAIT)
+    threads, results, errors = in_threads(lambda t: encoder.encode(t, normalize=False), [(c,) for c in calls])
+    recorder.wait_queued(len(calls))
+    recorder.gate.set()
+    join_all([first, *threads])
+    recorder.wait_idle()
+    assert not errors
+    assert len(recorder.passes) == 2
+    assert batcher.gather_window == GATHER_FLOOR_SECONDS  # waited once for the 8, none came back
+    for i, call in enumerate(calls):
+        assert np.array_equal(results[i], alone(call)), i

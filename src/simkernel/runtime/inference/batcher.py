@@ -6,7 +6,8 @@ the next pass together, up to ``max_batch_tokens`` tokens per pass. There is no 
 finds the model idle runs the pass itself, in its own thread (a lone caller never waits for company, so
 its latency is that of a direct call); when its own inputs are done, it leaves what queued meanwhile to
 the model's pass thread, which runs passes back to back until the queue is empty (giving the callers
-of the last pass 2 ms to come back, so that they share the next one).
+of the last pass a few milliseconds to come back, so that they share the next one: a window that
+adapts to whether they do, see :func:`next_gather_window`).
 
 Guarantees:
 
@@ -38,6 +39,7 @@ import bisect
 import functools
 import os
 import threading
+import time
 from collections import deque
 from collections.abc import Callable, Hashable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -49,9 +51,34 @@ from simkernel.errors import QueueFullError
 from simkernel.runtime.inference.batch_call import QueuedCall
 from simkernel.runtime.inference.batch_settings import batch_settings, batching_default
 
-GATHER_SECONDS = 0.002  # the pass thread waits this long at most for the callers it woke to come back
+# How long the pass thread waits, at most, for the callers it woke to come back (seconds): a window that
+# starts at the floor, grows while they do come back and shrinks to the floor when they do not
+# (:func:`next_gather_window`).
+GATHER_FLOOR_SECONDS = 0.002
+GATHER_CEILING_SECONDS = 0.010
 # run_pass(encodings, batch_size) -> float32 array (len(encodings), width), rows in the order given
 RunPass = Callable[[Sequence[Any], int], np.ndarray]
+
+
+def next_gather_window(window: float, waited: float, expected: int, came_back: int) -> float:
+    """The pass thread's next gather window (seconds), from its last wait: ``waited`` seconds for
+    ``expected`` calls, of which ``came_back`` were queued by the end of the wait.
+
+    - All came back: twice the time they took, so that the next wait covers them with room to spare.
+    - At least half came back (the window cut the others off): 1.5 times longer.
+    - Fewer than half: half as long. Callers that never come back (a server's request handlers, which
+      return after their call) bring the window down to the floor within a few passes, so that queued
+      calls never wait for company that is not coming.
+
+    The result stays within [``GATHER_FLOOR_SECONDS``, ``GATHER_CEILING_SECONDS``].
+    """
+    if came_back >= expected:
+        grown = 2.0 * waited
+    elif 2 * came_back >= expected:
+        grown = 1.5 * window
+    else:
+        grown = 0.5 * window
+    return min(GATHER_CEILING_SECONDS, max(GATHER_FLOOR_SECONDS, grown))
 
 
 class PassBatcher:
@@ -85,6 +112,7 @@ class PassBatcher:
         self._lock = threading.Lock()
         self._arrived = threading.Condition(self._lock)  # notified when _gather calls are queued
         self._gather = 0  # calls the pass thread waits for (0: it does not wait)
+        self.gather_window = GATHER_FLOOR_SECONDS  # the pass thread's current wait, at most (seconds)
         self._queue: deque[QueuedCall] = deque()
         self._busy = False  # a caller or the pass thread is running the queue
         self._threads: ThreadPoolExecutor | None = None  # the pass thread
@@ -205,19 +233,30 @@ class PassBatcher:
 
     def _drain(self) -> None:
         """The pass thread: run passes until the queue is empty. Before it takes the next pass it waits
-        up to ``GATHER_SECONDS`` for the callers it just woke to come back with their next call (they
-        usually do, within that time), so that they join the calls already queued in one pass instead
-        of two half passes: with 16 threads of single-pair calls, 17 -> 21 texts a pass (31 with 4 ms),
-        pairs/s 57% -> 64% of one batched call's (benchmarks/bench_latency.py). Nobody waits on this
-        when alone: a lone caller runs its own pass in its own thread."""
+        up to ``gather_window`` seconds for the callers it just woke to come back with their next call,
+        so that they join the calls already queued in one pass instead of two half passes. The window
+        adapts (:func:`next_gather_window`): callers that come back (threads or tasks scoring one pair
+        after another) widen it up to ``GATHER_CEILING_SECONDS``; callers that do not (a server's
+        handlers) bring it down to ``GATHER_FLOOR_SECONDS``. With 16 threads of single-pair calls a
+        fixed 2 ms window gave passes of about 21 texts, 5 ms about 30 of the 32 in flight
+        (benchmarks/studies/shared_passes.py). Nobody waits on this when alone: a lone caller runs its own
+        pass in its own thread."""
         target = 0  # calls to wait for before the next pass
         try:
             while True:
                 self._tokenize_queued()
                 with self._lock:
-                    if len(self._queue) < target:
+                    queued = len(self._queue)
+                    if queued < target:
                         self._gather = target  # _enqueue wakes this thread once, when that many are queued
-                        self._arrived.wait_for(functools.partial(self._gathered, target), GATHER_SECONDS)
+                        started = time.monotonic()
+                        self._arrived.wait_for(functools.partial(self._gathered, target), self.gather_window)
+                        self.gather_window = next_gather_window(
+                            self.gather_window,
+                            time.monotonic() - started,
+                            target - queued,
+                            len(self._queue) - queued,
+                        )
                         self._gather = 0
                     work = self._take()
                     idle = not work and not self._queue

@@ -1,0 +1,276 @@
+"""Where a shared pass's time goes on a CPU whose cache is smaller than the fp32 model, and what was tried.
+
+    python benchmarks/studies/shared_passes.py --run-cost      # ms per forward pass by rows x token length
+    python benchmarks/studies/shared_passes.py --ratios        # 16 threads / 64 tasks vs one call, by gather window
+    python benchmarks/studies/shared_passes.py --stages        # the graph cut at its layers: same bits? faster?
+
+Concurrent single-pair callers share passes (simkernel.runtime.inference.batcher); a pass is split into
+batches of ONE token length so that a text's bits never depend on its pass-mates. With 16 callers a pass
+holds about 30 texts, so its batches hold 2-3 rows each. ``--run-cost`` times one forward pass of
+all-MiniLM-L6-v2 fp32 on one thread by rows and token length: the time of a run of 2 tokens is what every
+run pays whatever its size (the encoder's 42 MB of fp32 weights, read once per run: more than a 32 MB L3
+holds). ``--ratios`` runs the latency benchmark's cases (benchmarks/bench_latency.py: 16 threads and 64
+asyncio tasks, one new pair per call, against one call of the same pairs, which is timed before and after
+each case and averaged) for fixed gather windows and the batcher's adaptive one, interleaved round by round.
+``--stages`` cuts the graph at each layer's output (the embeddings, then one graph per layer), checks that
+the chained stages give the whole graph's bits on every exact-length batch of 2,000 SAS texts, and times a
+pass run stage by stage over all its batches (each layer's weights read once per pass, then from cache)
+against whole-graph runs, both on two single-threaded workers as the batcher runs them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from support import MODEL_ID, distinct_texts  # noqa: E402
+
+HIDDEN_MASK = "/inner/Where_1_output_0"  # the additive attention mask every layer of the exported graph reads
+
+
+def _session(path: str, threads: int = 1):
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    options.log_severity_level = 3
+    return ort.InferenceSession(path, sess_options=options, providers=["CPUExecutionProvider"])
+
+
+def _encoder():
+    from simkernel.runtime import TextEncoder
+
+    return TextEncoder(MODEL_ID, cache_size=0)
+
+
+def run_cost() -> None:
+    """ms per run and per row, one thread, by rows and token length."""
+    session = _session(str(_encoder()._session.path))
+    print("| tokens | " + " | ".join(f"{rows} rows: ms/run (ms/row)" for rows in (1, 2, 4, 8, 32)) + " |")
+    print("|---:|" + "---:|" * 5)
+    for length in (2, 8, 16, 32):
+        cells = []
+        for rows in (1, 2, 4, 8, 32):
+            ids = np.full((rows, length), 2000, dtype=np.int64)
+            ids[:, 0], ids[:, -1] = 101, 102
+            feeds = {
+                "input_ids": ids,
+                "attention_mask": np.ones_like(ids),
+                "token_type_ids": np.zeros_like(ids),
+            }
+            for _ in range(3):
+                session.run(None, feeds)
+            repeats = max(5, 200 // rows)
+            start = time.perf_counter()
+            for _ in range(repeats):
+                session.run(None, feeds)
+            ms = (time.perf_counter() - start) / repeats * 1000
+            cells.append(f"{ms:.2f} ({ms / rows:.2f})")
+        print(f"| {length} | " + " | ".join(cells) + " |", flush=True)
+
+
+def ratios(pairs_count: int, rounds: int, windows: list[float]) -> None:
+    """pairs/s of 16 threads and 64 tasks over one call's, for fixed gather windows and the adaptive one
+    (the product's), medians over rounds."""
+    import simkernel.runtime.inference.batcher as batcher
+    from bench_latency import forget, one_call, tasks, threaded
+    from simkernel.components.evaluators import SASEvaluator
+
+    texts = distinct_texts()
+    pairs = [(texts[2 * i], texts[2 * i + 1]) for i in range(pairs_count)]
+    evaluator = SASEvaluator(model=MODEL_ID)
+    evaluator.warm_up()
+    pass_batcher = evaluator._similarity_model._batcher
+    adaptive = batcher.next_gather_window
+    modes: list[tuple[str, float | None]] = [(f"fixed {w * 1000:g} ms", w) for w in windows]
+    modes.append(("adaptive", None))
+    found: dict[tuple[str, str], list[float]] = {}
+    try:
+        for round_ in range(rounds):
+            for mode, window in modes:
+                if window is None:
+                    batcher.next_gather_window = adaptive
+                    pass_batcher.gather_window = batcher.GATHER_FLOOR_SECONDS
+                else:
+                    batcher.next_gather_window = lambda *_, fixed=window: fixed
+                    pass_batcher.gather_window = window
+                rates, texts_per_pass = {}, {}
+                for case, run in (
+                    ("one call", lambda: one_call(evaluator, pairs)),
+                    ("16 threads", lambda: threaded(evaluator, pairs, 16)[0]),
+                    ("one call, after", lambda: one_call(evaluator, pairs)),
+                    ("64 tasks", lambda: tasks(evaluator, pairs, 64)[0]),
+                ):
+                    forget(evaluator)
+                    passes, pass_texts = pass_batcher.passes, pass_batcher.pass_texts
+                    rates[case] = run()
+                    texts_per_pass[case] = (pass_batcher.pass_texts - pass_texts) / max(
+                        1, pass_batcher.passes - passes
+                    )
+                one = (rates["one call"] + rates["one call, after"]) / 2
+                for case in ("16 threads", "64 tasks"):
+                    found.setdefault((mode, case), []).append(rates[case] / one)
+                print(
+                    f"round {round_}, {mode}: one call {one:.0f} pairs/s; 16 threads {rates['16 threads'] / one:.2f} "
+                    f"({texts_per_pass['16 threads']:.1f} texts a pass); 64 tasks {rates['64 tasks'] / one:.2f} "
+                    f"({texts_per_pass['64 tasks']:.1f} texts a pass)",
+                    flush=True,
+                )
+    finally:
+        batcher.next_gather_window = adaptive
+    print("| gather window | 16 threads / one call | 64 tasks / one call |")
+    print("|---|---:|---:|")
+    for mode, _ in modes:
+        cells = [statistics.median(found[(mode, case)]) for case in ("16 threads", "64 tasks")]
+        print(f"| {mode} | {cells[0]:.2f} | {cells[1]:.2f} |")
+
+
+def _cut(model_path: Path, folder: Path) -> list[str]:
+    """The graph cut at each layer's output: the embeddings' graph, then one graph per layer."""
+    import onnx
+    from onnx import TensorProto, helper
+    from onnx.utils import Extractor
+
+    model = onnx.load(str(model_path))
+    graph = model.graph
+    layers = sorted(
+        {int(n.name.split("/layer.")[1].split("/")[0]) for n in graph.node if "/layer." in n.name}
+    )
+    hidden = ["/inner/embeddings/LayerNorm/LayerNormalization_output_0"]
+    hidden += [f"/inner/encoder/layer.{i}/output/LayerNorm/LayerNormalization_output_0" for i in layers[:-1]]
+    hidden.append(graph.output[0].name)
+    known = {v.name for v in graph.value_info}
+    for name in [*hidden, HIDDEN_MASK]:
+        if name not in known:
+            graph.value_info.append(helper.make_tensor_value_info(name, TensorProto.FLOAT, None))
+    extractor = Extractor(model)
+    stages = [
+        extractor.extract_model(["input_ids", "attention_mask", "token_type_ids"], [hidden[0], HIDDEN_MASK])
+    ]
+    stages += [
+        extractor.extract_model([hidden[i], HIDDEN_MASK, "input_ids"], [hidden[i + 1]]) for i in layers
+    ]
+    paths = []
+    for k, stage in enumerate(stages):
+        path = folder / f"stage{k}.onnx"
+        onnx.save(stage, str(path), save_as_external_data=True, location=f"stage{k}.data")
+        paths.append(str(path))
+    return paths
+
+
+def stages(passes: int) -> None:
+    from simkernel.runtime.inference.tokenizer import length_sorted_batches
+
+    encoder = _encoder()
+    tokenizer = encoder._tokenizer
+    whole_path = encoder._session.path
+    with tempfile.TemporaryDirectory() as folder:
+        paths = _cut(Path(whole_path), Path(folder))
+        workers = [(_session(str(whole_path)), [_session(p) for p in paths]) for _ in range(2)]
+        first_inputs = [s.get_inputs()[0].name for s in workers[0][1]]
+
+        def feeds(encodings, rows):
+            batch = tokenizer.pad_batch([encodings[i] for i in rows])
+            return {
+                "input_ids": batch.input_ids,
+                "attention_mask": batch.attention_mask,
+                "token_type_ids": batch.token_type_ids,
+            }
+
+        def staged(stage_sessions, batch_feeds):
+            held = [stage_sessions[0].run(None, f) for f in batch_feeds]
+            hidden, masks = [h for h, _ in held], [m for _, m in held]
+            for k in range(1, len(stage_sessions)):
+                for j, f in enumerate(batch_feeds):
+                    (hidden[j],) = stage_sessions[k].run(
+                        None, {first_inputs[k]: hidden[j], HIDDEN_MASK: masks[j], "input_ids": f["input_ids"]}
+                    )
+            return hidden
+
+        texts = distinct_texts()[:2000]
+        encodings = tokenizer.encode(texts)
+        batches = [feeds(encodings, rows) for rows in length_sorted_batches(encodings, 32)]
+        same = sum(
+            np.array_equal(workers[0][0].run(None, f)[0], staged(workers[0][1], [f])[0]) for f in batches
+        )
+        print(f"chained stages give the whole graph's bits on {same} of {len(batches)} exact-length batches")
+
+        def on_two_workers(batch_feeds, use_stages: bool) -> None:
+            lock = threading.Lock()
+            queue = list(batch_feeds)
+            halves = [batch_feeds[0::2], batch_feeds[1::2]]
+
+            def work(w: int) -> None:
+                whole, stage_sessions = workers[w]
+                if use_stages:
+                    staged(stage_sessions, halves[w])
+                    return
+                while True:
+                    with lock:
+                        if not queue:
+                            return
+                        f = queue.pop(0)
+                    whole.run(None, f)
+
+            threads = [threading.Thread(target=work, args=(w,)) for w in (0, 1)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+
+        rng = np.random.default_rng(0)
+        all_texts = distinct_texts()
+        print("| texts in the pass | whole graph, us per token | stage by stage, us per token |")
+        print("|---:|---:|---:|")
+        for size in (30, 80, 960):
+            found: dict[bool, list[float]] = {False: [], True: []}
+            for repeat in range(passes):
+                sample = [all_texts[i] for i in rng.choice(len(all_texts), size, replace=False)]
+                sample_encodings = tokenizer.encode(sample)
+                tokens = sum(len(e.ids) for e in sample_encodings)
+                pass_feeds = [
+                    feeds(sample_encodings, rows) for rows in length_sorted_batches(sample_encodings, 32)
+                ]
+                for use_stages in (repeat % 2 == 0, repeat % 2 == 1):
+                    start = time.perf_counter()
+                    on_two_workers(pass_feeds, use_stages)
+                    found[use_stages].append((time.perf_counter() - start) / tokens * 1e6)
+            print(
+                f"| {size} | {statistics.median(found[False]):.0f} | {statistics.median(found[True]):.0f} |"
+            )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--run-cost", action="store_true")
+    parser.add_argument("--ratios", action="store_true")
+    parser.add_argument("--stages", action="store_true")
+    parser.add_argument("--pairs", type=int, default=400)
+    parser.add_argument("--rounds", type=int, default=4)
+    parser.add_argument(
+        "--windows", default="0.002,0.005,0.010", help="gather windows in seconds, comma-separated"
+    )
+    parser.add_argument("--passes", type=int, default=6)
+    args = parser.parse_args()
+    if not (args.run_cost or args.ratios or args.stages):
+        parser.error("choose at least one of --run-cost, --ratios, --stages")
+    if args.run_cost:
+        run_cost()
+    if args.ratios:
+        ratios(args.pairs, args.rounds, [float(w) for w in args.windows.split(",")])
+    if args.stages:
+        stages(args.passes)
+
+
+if __name__ == "__main__":
+    main()
