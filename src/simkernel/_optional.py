@@ -30,7 +30,8 @@ EXTRAS = {
 
 
 def import_optional(module: str, extra: str, feature: str) -> ModuleType:
-    """Import ``module`` or raise :class:`MissingDependencyError` naming ``pip install 'simkernel[extra]'``.
+    """Import ``module`` or raise :class:`MissingDependencyError` naming ``pip install 'simkernel[extra]'``
+    (and ``pip install -e '.[extra]'`` for a source checkout).
 
     ``feature`` says what the caller was trying to do, e.g. ``"exporting a checkpoint to ONNX"``.
     """
@@ -39,5 +40,5 @@ def import_optional(module: str, extra: str, feature: str) -> ModuleType:
     except ImportError as exc:
         hint = f"{TORCH_PIN} " if extra == "export" else ""
         raise MissingDependencyError(
-            f"{feature} needs the Python package {module!r}, which is not installed ({exc}). Install it with: pip install {hint}'simkernel[{extra}]'"
+            f"{feature} needs the Python package {module!r}, which is not installed ({exc}). Install it with: pip install {hint}'simkernel[{extra}]' (in a source checkout: pip install {hint}-e '.[{extra}]')"
         ) from exc

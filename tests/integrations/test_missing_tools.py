@@ -40,6 +40,7 @@ def test_missing_tool_names_the_extra(adapter, blocked, extra):
     assert run.returncode == 0, run.stdout + run.stderr
     message = run.stdout.strip()
     assert "\n" not in message and f"pip install 'simkernel[{extra}]'" in message, message
+    assert f"(in a source checkout: pip install -e '.[{extra}]')" in message, message
 
 
 def test_importing_the_package_imports_no_tool():

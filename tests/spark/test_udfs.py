@@ -202,5 +202,7 @@ def test_without_pyspark_the_error_names_the_extra():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.startswith("MissingDependencyError simkernel.spark needs the Python package 'pyspark'")
-    assert out.rstrip().endswith("Install it with: pip install 'simkernel[spark]'")
+    assert out.rstrip().endswith(
+        "Install it with: pip install 'simkernel[spark]' (in a source checkout: pip install -e '.[spark]')"
+    )
     assert out.count("\n") == 1  # one line
