@@ -63,6 +63,17 @@ MUTANTS = (
         "CrossEncoder.apredict with batching off runs the model on the event loop's thread",
     ),
     Mutant(
+        "batcher-gather-window-grows-for-nobody",
+        "src/simkernel/runtime/inference/batcher.py",
+        "        grown = 0.5 * window",
+        "        grown = 1.5 * window",
+        (
+            f"{BATCHER_TESTS}::test_callers_that_never_come_back_keep_the_pass_thread_from_waiting_longer",
+            f"{BATCHER_TESTS}::test_the_gather_window_follows_the_callers_that_come_back",
+        ),
+        "the pass thread waits longer and longer for callers that never come back (a server's handlers)",
+    ),
+    Mutant(
         "batcher-no-per-call-retokenization",
         "src/simkernel/runtime/inference/batcher.py",
         "call.prepare(self._tokenize(call.keys))\n                except Exception as exc:",
