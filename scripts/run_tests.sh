@@ -49,7 +49,8 @@ fi
 QUEUE_A=("cli-to-spark:tests/cli tests/calibration tests/kernels tests/metrics tests/pytest_plugin tests/scoring tests/serve tests/spark tests/components tests/integrations tests/test_cpu_budget.py tests/test_layout.py tests/test_package.py")
 QUEUE_B=("ray:tests/bertscore tests/ray" "docs:tests/docs" "runtime:tests/runtime tests/stats tests/peer")
 # every test folder and top-level test file must be in a part: a new one is never silently left out
-all_parts=" $(for p in "${QUEUE_A[@]}" "${QUEUE_B[@]}"; do printf '%s ' ${p#*:}; done)"  # shellcheck disable=SC2086
+# shellcheck disable=SC2086  # a part's folders are words
+all_parts=" $(for p in "${QUEUE_A[@]}" "${QUEUE_B[@]}"; do printf '%s ' ${p#*:}; done)"
 for path in tests/*/ tests/test_*.py; do
     path=${path%/}
     [ "$path" = tests/data ] || [ "$path" = tests/__pycache__ ] && continue

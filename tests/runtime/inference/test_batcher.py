@@ -92,6 +92,19 @@ def join_all(threads):
         assert not t.is_alive(), "a caller never returned"
 
 
+def calls_in_one_pass(encoder, recorder: PassRecorder, calls):
+    """Hold the model's first pass (a call of its own) until every one of ``calls`` is queued, then let
+    them run: they share the next pass. Returns (results, errors) by index, every caller joined."""
+    first = threading.Thread(target=encoder.encode, args=(["the call that holds the model"],))
+    first.start()
+    assert recorder.first_started.wait(WAIT)
+    threads, results, errors = in_threads(lambda t: encoder.encode(t, normalize=False), [(c,) for c in calls])
+    recorder.wait_queued(len(calls))
+    recorder.gate.set()
+    join_all([first, *threads])
+    return results, errors
+
+
 @pytest.fixture(scope="module")
 def alone(default_bundle):
     """Each text embedded by itself, batching off: the reference rows."""
@@ -111,13 +124,7 @@ def test_concurrent_calls_share_one_pass_with_the_bits_of_a_lone_call(fresh, alo
     calls = [[sas_texts[2 * i], sas_texts[2 * i + 1]] for i in range(16)]
     calls[3] = [SPECIAL_TEXTS[4], SPECIAL_TEXTS[7]]  # Russian, Chinese
     calls[5] = [calls[6][0], "a"]  # a text two calls share, and a one-token text
-    first = threading.Thread(target=encoder.encode, args=(["the call that holds the model"],))
-    first.start()
-    assert recorder.first_started.wait(WAIT)
-    threads, results, errors = in_threads(lambda t: encoder.encode(t, normalize=False), [(c,) for c in calls])
-    recorder.wait_queued(len(calls))
-    recorder.gate.set()
-    join_all([first, *threads])
+    results, errors = calls_in_one_pass(encoder, recorder, calls)
     assert not errors
     assert len(recorder.passes) == 2, [len(p) for p in recorder.passes]  # all 16 calls in ONE pass
     distinct = {t for call in calls for t in call}
@@ -521,13 +528,7 @@ def test_callers_that_never_come_back_keep_the_pass_thread_from_waiting_longer(f
     recorder = PassRecorder(encoder, gate=True)
     batcher = encoder._batcher
     calls = [[sas_texts[300 + i]] for i in range(8)]
-    first = threading.Thread(target=encoder.encode, args=(["the call that holds the model"],))
-    first.start()
-    assert recorder.first_started.wait(WAIT)
-    threads, results, errors = in_threads(lambda t: encoder.encode(t, normalize=False), [(c,) for c in calls])
-    recorder.wait_queued(len(calls))
-    recorder.gate.set()
-    join_all([first, *threads])
+    results, errors = calls_in_one_pass(encoder, recorder, calls)
     recorder.wait_idle()
     assert not errors
     assert len(recorder.passes) == 2
