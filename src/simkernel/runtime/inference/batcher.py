@@ -99,9 +99,11 @@ class PassBatcher:
         max_batch_tokens: int,
         max_queue: int,
         name: str = "the model",
+        on_shared: Callable[[], None] | None = None,
     ) -> None:
         self._run_pass = run_pass
         self._tokenize = tokenize
+        self._on_shared = on_shared
         self.max_batch_tokens = max_batch_tokens
         self.max_queue = max_queue
         self.name = name
@@ -311,7 +313,12 @@ class PassBatcher:
         self._signal(failed)
 
     def _start_pass_thread(self) -> None:
-        """Under the lock (with ``_busy`` set): a pass thread drains the queue."""
+        """Under the lock (with ``_busy`` set): a pass thread drains the queue. The first time, calls
+        ``on_shared`` (calls have queued behind a pass: the model is shared; the text encoder then gets
+        its packed passes ready, :mod:`simkernel.runtime.inference.packed_passes`)."""
+        if self._on_shared is not None:
+            on_shared, self._on_shared = self._on_shared, None
+            on_shared()
         if self._threads is None:
             self._threads = ThreadPoolExecutor(1, thread_name_prefix="simkernel-pass")
         self._threads.submit(self._drain)
@@ -417,9 +424,11 @@ def make_batcher(
     max_batch_tokens: int | None,
     max_queue: int | None,
     name: object,
+    on_shared: Callable[[], None] | None = None,
 ) -> PassBatcher | None:
     """The batcher of an encoder's ``run_pass``, or None when batching is off (``batching=False``, or
-    None with ``$SIMKERNEL_BATCHING=0``); the settings are checked here, at construction."""
+    None with ``$SIMKERNEL_BATCHING=0``); the settings are checked here, at construction. ``on_shared``:
+    see :meth:`PassBatcher._start_pass_thread`."""
     tokens, queue = batch_settings(max_batch_tokens, max_queue)
     if batching is None:
         batching = batching_default()
@@ -427,4 +436,6 @@ def make_batcher(
         raise ValueError(f"batching must be True, False or None (the environment's choice), got {batching!r}")
     if not batching:
         return None
-    return PassBatcher(run_pass, tokenize, max_batch_tokens=tokens, max_queue=queue, name=str(name))
+    return PassBatcher(
+        run_pass, tokenize, max_batch_tokens=tokens, max_queue=queue, name=str(name), on_shared=on_shared
+    )

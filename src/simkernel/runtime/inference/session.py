@@ -172,12 +172,22 @@ class OnnxEncoderSession:
         """
         if len(batches) < 2 or self.workers < 2:
             return [job(self.run, batch) for batch in batches]
-        if self._pool is None or self._pool_pid != os.getpid():
+        if self._twin is None:
             with self._twin_lock:
                 if self._twin is None:
                     self._twin = self._load(1, list(CPU_ONLY))
-                # a forked child inherits the pool object but not its threads: it would wait forever
+        return self.map_parallel(lambda batch: job(self._run_on_twin, batch), batches)
+
+    def map_parallel(self, job: Callable[[Item], Result], items: Sequence[Item]) -> list[Result]:
+        """``[job(item) for item in items]`` on the ``self.workers`` threads of :meth:`map_batches` (in the
+        calling thread when there is one item or one worker); results in the order of ``items``, an
+        exception in a job raised here. The jobs bring their own sessions (packed passes' stages)."""
+        if len(items) < 2 or self.workers < 2:
+            return [job(item) for item in items]
+        # a forked child inherits the pool object but not its threads: it would wait forever
+        if self._pool is None or self._pool_pid != os.getpid():
+            with self._twin_lock:
                 if self._pool is None or self._pool_pid != os.getpid():
                     self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="simkernel-batch")
                     self._pool_pid = os.getpid()
-        return list(self._pool.map(lambda batch: job(self._run_on_twin, batch), batches))
+        return list(self._pool.map(job, items))

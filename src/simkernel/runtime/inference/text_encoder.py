@@ -21,8 +21,14 @@ from simkernel.runtime.inference.disk_cache import DiskEmbeddingCache
 from simkernel.runtime.inference.embedding_cache import EmbeddingCache
 from simkernel.runtime.inference.encode_options import cosine_matrix, finish, prepare
 from simkernel.runtime.inference.inputs import check_batch_size, check_texts
+from simkernel.runtime.inference.packed_passes import (
+    PROBE_TEXTS,
+    EncoderStages,
+    StagesUnavailable,
+    chunk_batches,
+)
 from simkernel.runtime.inference.pooling import l2_normalize, pool
-from simkernel.runtime.inference.session import TOKEN_EMBEDDING_OUTPUTS
+from simkernel.runtime.inference.session import TOKEN_EMBEDDING_OUTPUTS, OnnxEncoderSession
 from simkernel.runtime.inference.tokenizer import length_sorted_batches
 from simkernel.runtime.store.bundle_digest import bundle_digest
 
@@ -101,7 +107,11 @@ class BundleTextEncoder:
             max_batch_tokens,
             max_queue,
             name or folder,
+            on_shared=self._prepare_packed_passes_in_background,
         )
+        self._stages: EncoderStages | None = None
+        self.packed_status = "not prepared"  # see prepare_packed_passes
+        self.packed_passes = 0  # passes run as packed stages (for tests and metrics)
         cache_folder = resolve_cache_dir(cache_dir)
         folder = Path(folder)
         model = str(folder) if name is None else name
@@ -361,27 +371,87 @@ class BundleTextEncoder:
             return self._run_pass(self._tokenizer.encode(texts), batch_size)
         return self._batcher.run(texts, batch_size)
 
+    def prepare_packed_passes(self) -> bool:
+        """Cut the model's graph into packed stages now (:mod:`simkernel.runtime.inference.packed_passes`),
+        checked bit for bit against the whole graph on a probe; True when passes now run packed.
+
+        The batcher does this by itself, in a background thread, the first time calls queue behind a
+        pass (the model is shared: a server, threads, asyncio tasks); until it is done, passes run the
+        whole graph (the same bits). It costs ~1 s of CPU once (importing ``onnx`` and cutting) and a second
+        copy of the weights in memory (+90 MB for all-MiniLM-L6-v2 fp32). :attr:`packed_status` says
+        ``"ready"``, or why not (``"unavailable: ..."``: a graph that is not BERT-family, OpenVINO's bf16,
+        an accelerator provider, or a probe whose bits differ)."""
+        with self._runtime_lock:
+            if self.packed_status == "ready" or self.packed_status.startswith("unavailable"):
+                return self._stages is not None
+            self.packed_status = "preparing"
+        status, stages = "ready", None
+        try:
+            session, tokenizer = self._loaded()
+            if not isinstance(session, OnnxEncoderSession) or session.providers != ("CPUExecutionProvider",):
+                raise StagesUnavailable(
+                    f"precision {self.precision!r} on {list(getattr(session, 'providers', ['OpenVINO']))} runs the whole graph"
+                )
+            stages = EncoderStages.cut(session.path)
+            probe = tokenizer.encode(list(PROBE_TEXTS))
+            batches = [
+                tokenizer.pad_batch([probe[i] for i in rows]) for rows in length_sorted_batches(probe, 32)
+            ]
+            stages.check(session.run, batches, str(session.path))
+        except StagesUnavailable as exc:
+            status, stages = f"unavailable: {exc}", None
+        except Exception as exc:  # never fail a caller: the whole graph gives the same bits
+            status, stages = f"unavailable: {type(exc).__name__}: {exc}", None
+        with self._runtime_lock:
+            self._stages, self.packed_status = stages, status
+        return stages is not None
+
+    def _prepare_packed_passes_in_background(self) -> None:
+        if self.packed_status == "not prepared":
+            threading.Thread(target=self.prepare_packed_passes, name="simkernel-packed", daemon=True).start()
+
     def _run_pass(self, encodings: Sequence, batch_size: int) -> np.ndarray:
         """One forward pass over tokenized distinct texts: length-sorted batches of one token length
-        (data-parallel over the session's workers, see :meth:`OnnxEncoderSession.map_batches`), pooled,
-        normalised if the model says so; float32 (n, dim) in the order given."""
+        (data-parallel over the session's workers, see :meth:`OnnxEncoderSession.map_batches`; or, once
+        :meth:`prepare_packed_passes` is done, chunks of them as packed stages), pooled, normalised if the
+        model says so; float32 (n, dim) in the order given."""
         batches = length_sorted_batches(encodings, batch_size)
+        stages = self._stages
+        if stages is not None and len(batches) > 1:
+            padded = [self._tokenizer.pad_batch([encodings[i] for i in rows]) for rows in batches]
+            spans = chunk_batches([batch.input_ids.size for batch in padded], self._session.workers)
+            chunks = self._session.map_parallel(
+                lambda span: stages.run_chunk(padded[span[0] : span[1]]), spans
+            )
+            tokens_of = [tokens for chunk in chunks for tokens in chunk]
+            pooled = [
+                self._pooled(tokens, batch.attention_mask)
+                for tokens, batch in zip(tokens_of, padded, strict=True)
+            ]
+            with self._runtime_lock:
+                self.packed_passes += 1
+        else:
 
-        def embed_batch(run, rows: np.ndarray) -> np.ndarray:
-            batch = self._tokenizer.pad_batch([encodings[i] for i in rows])
-            tokens = run(batch.input_ids, batch.attention_mask, batch.token_type_ids)
-            if tokens.ndim != 3:
-                raise ModelError(
-                    f"{self._session.path} returned an output of shape {tokens.shape}, not token embeddings (batch, seq, hidden); re-export it with `simkernel models export SRC DST`"
+            def embed_batch(run, rows: np.ndarray) -> np.ndarray:
+                batch = self._tokenizer.pad_batch([encodings[i] for i in rows])
+                return self._pooled(
+                    run(batch.input_ids, batch.attention_mask, batch.token_type_ids), batch.attention_mask
                 )
-            pooled = pool(tokens, batch.attention_mask, self.config.pooling)
-            return l2_normalize(pooled) if self.config.normalize else pooled
 
-        pooled = self._session.map_batches(embed_batch, batches)
+            pooled = self._session.map_batches(embed_batch, batches)
         out = np.empty((len(encodings), pooled[0].shape[1]), dtype=np.float32)  # never empty here
         for rows, vectors in zip(batches, pooled, strict=True):
             out[rows] = vectors
         return out
+
+    def _pooled(self, tokens: np.ndarray, attention_mask: np.ndarray) -> np.ndarray:
+        """A batch's sentence embeddings from its token embeddings: pooled, normalised if the model says so."""
+        if tokens.ndim != 3:
+            raise ModelError(
+                f"{self._session.path} returned an output of shape {tokens.shape}, not token embeddings (batch, seq, hidden); re-export it with `simkernel models export SRC DST`"
+            )
+        pooled = pool(tokens, attention_mask, self.config.pooling)
+        return l2_normalize(pooled) if self.config.normalize else pooled
 
 
 class _EncodePlan:

@@ -1,0 +1,331 @@
+"""Packed passes: a BERT-family encoder graph cut at its attention cores, so that the dense layers of a
+shared pass run over all of its tokens at once, with the same bits as the whole graph.
+
+Why. A shared pass holds texts of many token lengths, and the whole graph runs one exact-length batch at a
+time (:func:`~simkernel.runtime.inference.tokenizer.length_sorted_batches`: no padding, so a text's bits
+never depend on its batch-mates). A pass of 30 short texts splits into about 12 such batches of 2-3 rows,
+and each run of the graph reads every weight of the encoder: 42 MB for all-MiniLM-L6-v2 in fp32, more than
+a 32 MB L3 holds, about 3.4 ms a run whatever its size (``python benchmarks/studies/shared_passes.py
+--run-cost``). So small passes cost up to 1.5x the CPU per token of large ones.
+
+How. :class:`EncoderStages` cuts the graph (with the ``onnx`` package) into
+
+- ``embed``: the token, position and type embeddings and their LayerNorm, run once per exact-length batch
+  (the positions restart at each text), and the additive attention mask;
+- for each layer, ``dense_in``: the query, key and value projections, run ONCE over every token of the
+  chunk, the rows of all its batches stacked ``(1, tokens, hidden)``;
+- ``attention``: the scaled scores, the mask, the softmax and the weighted values, run per exact-length
+  batch on views of those rows (this stage has no weights);
+- ``dense_out``: the attention output projection, the residual, LayerNorm, the feed-forward layers and
+  the second LayerNorm, again over every token at once.
+
+A row of a matrix product, LayerNorm or GELU depends on that row only (onnxruntime's CPU kernels give the
+same bits for a row in a matrix of any height and at any position: the contract
+:mod:`~simkernel.runtime.inference.tokenizer` already relies on), and attention still sees exactly one
+text length per run, so the chained stages give the whole graph's bits for every text. That is not taken
+on trust: :meth:`EncoderStages.cut` runs a probe of mixed lengths (Latin, Cyrillic and CJK texts) through
+both and refuses the stages (:class:`StagesUnavailable`) unless every row is bit-identical. The same holds
+for simkernel's per-row int8 graphs (each token's activations are quantized on their own).
+
+Each layer's weights are then read once per chunk instead of once per exact-length batch. Measured on the
+default model (fp32, one thread, SAS texts): 15 texts 277 us per token packed against ... see
+docs/design-notes.md.
+
+A chunk runs on one thread (:meth:`EncoderStages.run_chunk`: single-threaded sessions, so that concurrent
+chunks on the encoder's workers neither spin nor wait for each other's thread pools); a pass is cut into
+chunks of whole exact-length batches balanced by tokens (:func:`chunk_batches`).
+
+Graphs that cannot be cut this way (no per-layer ``query`` / ``key`` / ``value`` projections or
+LayerNorms under the names transformers' BERT-family modules export, extra attention inputs such as
+MPNet's relative position bias, OpenVINO's bf16) keep the whole graph: :class:`StagesUnavailable` says why.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from simkernel.runtime.inference.tokenizer import Batch
+
+# A chunk's tokens at most (its activations stay within a few MB per layer: 2,048 x 1,536 floats for
+# all-MiniLM-L6-v2's feed-forward layer is 12.6 MB); a pass has at least one chunk per worker when it
+# has that many exact-length batches.
+CHUNK_TOKENS = 2048
+# The probe of EncoderStages.cut: lengths from 3 to ~40 tokens, several scripts, several texts per length.
+PROBE_TEXTS = (
+    "ok",
+    "no",
+    "The answer is Paris.",
+    "The capital is Paris.",
+    "Столица Франции — Париж.",
+    "法国的首都是巴黎。",
+    "A longer answer that mentions the river Seine and the Eiffel Tower, built for the 1889 fair.",
+    "Ответ длиннее: река Сена и Эйфелева башня, построенная к выставке 1889 года.",
+    "埃菲尔铁塔建于1889年，位于塞纳河畔。",
+)
+
+_QKV = re.compile(r"layer\.(\d+)/attention/self/(query|key|value)/Add_output_0$")
+_LAYER_OUT = re.compile(r"layer\.(\d+)/output/LayerNorm/LayerNormalization_output_0$")
+_EMBEDDINGS_OUT = re.compile(r"embeddings/LayerNorm/LayerNormalization_output_0$")
+
+
+class StagesUnavailable(Exception):
+    """The graph cannot run as packed stages (the message says why); it runs whole instead."""
+
+
+class EncoderStages:
+    """The stages of one encoder graph (see the module docstring), as single-threaded onnxruntime
+    sessions; :meth:`run_chunk` is safe to call from several threads at once."""
+
+    def __init__(self, sessions: dict, names: dict, input_names: tuple[str, ...]) -> None:
+        self._embed = sessions["embed"]
+        self._dense_in = sessions["dense_in"]
+        self._attention = sessions["attention"]
+        self._dense_out = sessions["dense_out"]
+        self._hidden = names["hidden"]  # the input of each layer, then the graph's output
+        self._qkv = names["qkv"]  # per layer: (query, key, value)
+        self._context = names["context"]  # per layer: the attention's output, before its projection
+        self._mask = names["mask"]  # the additive attention mask the embedding stage computes
+        self.input_names = input_names
+        self.layers = len(self._qkv)
+
+    @classmethod
+    def cut(cls, path: str | Path, providers: Sequence | None = None) -> EncoderStages:
+        """The stages of the ONNX graph ``path`` (check them with :meth:`check` before use). Raises
+        :class:`StagesUnavailable` naming what the graph lacks. Needs the ``onnx`` package (a dependency of
+        simkernel)."""
+        try:
+            import onnx
+            from onnx import TensorProto, helper
+            from onnx.utils import Extractor
+        except ImportError as exc:  # pragma: no cover - onnx is a dependency
+            raise StagesUnavailable(f"the onnx package is missing ({exc}); pip install onnx") from exc
+        import onnxruntime as ort
+
+        model = onnx.load(str(path))
+        graph = model.graph
+        produced = {name: node for node in graph.node for name in node.output}
+        qkv: dict[int, dict[str, str]] = {}
+        layer_out: dict[int, str] = {}
+        embeddings = None
+        for name in produced:
+            if m := _QKV.search(name):
+                qkv.setdefault(int(m.group(1)), {})[m.group(2)] = name
+            elif m := _LAYER_OUT.search(name):
+                layer_out[int(m.group(1))] = name
+            elif _EMBEDDINGS_OUT.search(name):
+                embeddings = name
+        layers = sorted(qkv)
+        if not layers or layers != list(range(len(layers))) or embeddings is None:
+            raise StagesUnavailable(
+                f"{path} has no BERT-family layers (per-layer attention/self/query|key|value and LayerNorm outputs, embeddings/LayerNorm) to cut at"
+            )
+        output = graph.output[0].name
+        last = produced.get(output)
+        if (
+            layers
+            and layers[-1] not in layer_out
+            and last is not None
+            and last.op_type == "LayerNormalization"
+        ):
+            if f"layer.{layers[-1]}/output/LayerNorm" in last.name:  # the exporter named the output itself
+                layer_out[layers[-1]] = output
+        if any(len(qkv[i]) != 3 for i in layers) or sorted(layer_out) != layers:
+            raise StagesUnavailable(
+                f"{path}: some layers lack a query, key or value projection or an output LayerNorm"
+            )
+        output = graph.output[0].name
+        if layer_out[layers[-1]] != output:
+            raise StagesUnavailable(
+                f"{path}: the graph's output {output!r} is not the last layer's LayerNorm"
+            )
+        hidden = [embeddings] + [layer_out[i] for i in layers]
+        context, mask = [], None
+        for i in layers:
+            found = _attention_core(graph, produced, qkv[i]["value"], i)
+            if found is None:
+                raise StagesUnavailable(
+                    f"{path}: layer {i}'s attention is not softmax(scores + mask) @ values"
+                )
+            context.append(found[0])
+            if mask not in (None, found[1]):
+                raise StagesUnavailable(f"{path}: the layers do not share one attention mask")
+            mask = found[1]
+        known = {v.name for v in graph.value_info} | {o.name for o in graph.output}
+        for name in [
+            *hidden,
+            *context,
+            mask,
+            *(qkv[i][k] for i in layers for k in ("query", "key", "value")),
+        ]:
+            if name not in known:
+                graph.value_info.append(helper.make_tensor_value_info(name, TensorProto.FLOAT, None))
+        extractor = Extractor(model)
+        inputs = tuple(i.name for i in graph.input)
+        names = {
+            "hidden": hidden,
+            "qkv": [(qkv[i]["query"], qkv[i]["key"], qkv[i]["value"]) for i in layers],
+            "context": context,
+            "mask": mask,
+        }
+
+        def session(stage):
+            options = ort.SessionOptions()
+            options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
+            options.intra_op_num_threads = 1
+            options.inter_op_num_threads = 1
+            options.log_severity_level = 3
+            try:
+                return ort.InferenceSession(
+                    stage.SerializeToString(),
+                    sess_options=options,
+                    providers=list(providers or ["CPUExecutionProvider"]),
+                )
+            except Exception as exc:  # onnxruntime's own classes: a stage that does not stand alone
+                raise StagesUnavailable(f"{path}: a stage of the cut graph does not load: {exc}") from exc
+
+        try:
+            sessions = {
+                "embed": session(extractor.extract_model(list(inputs), [hidden[0], mask])),
+                "dense_in": [
+                    session(extractor.extract_model([hidden[i]], list(names["qkv"][i]))) for i in layers
+                ],
+                "attention": [
+                    session(extractor.extract_model([*names["qkv"][i], hidden[i], mask], [context[i]]))
+                    for i in layers
+                ],
+                "dense_out": [
+                    session(extractor.extract_model([context[i], hidden[i]], [hidden[i + 1]])) for i in layers
+                ],
+            }
+        except StagesUnavailable:
+            raise
+        except Exception as exc:  # onnx's extractor: a stage needs a tensor from outside its inputs
+            raise StagesUnavailable(f"{path}: the graph does not cut at its attention cores: {exc}") from exc
+        for i in layers:
+            attention_inputs = {x.name for x in sessions["attention"][i].get_inputs()}
+            if attention_inputs != {*names["qkv"][i], hidden[i], mask}:
+                raise StagesUnavailable(f"{path}: layer {i}'s attention reads {sorted(attention_inputs)}")
+        return cls(sessions, names, inputs)
+
+    def check(
+        self,
+        run_whole: Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray],
+        probe: Sequence[Batch],
+        where: str,
+    ) -> None:
+        """Raise :class:`StagesUnavailable` unless :meth:`run_chunk` gives the whole graph's bits
+        (``run_whole(input_ids, attention_mask, token_type_ids)``, e.g.
+        :meth:`~simkernel.runtime.inference.session.OnnxEncoderSession.run`) on every exact-length batch of
+        ``probe``, all in one chunk. ``where`` names the graph in the error."""
+        packed = self.run_chunk(probe)
+        for batch, rows in zip(probe, packed, strict=True):
+            expected = run_whole(batch.input_ids, batch.attention_mask, batch.token_type_ids)
+            if not np.array_equal(np.asarray(expected, dtype=np.float32), rows):
+                length = batch.input_ids.shape[1]
+                raise StagesUnavailable(
+                    f"{where}: the packed stages differ from the whole graph on the probe's texts of {length} tokens (max |diff| {np.max(np.abs(expected - rows)):.3g}); the whole graph is used"
+                )
+
+    def _feeds(self, batch: Batch) -> dict[str, np.ndarray]:
+        available = {
+            "input_ids": batch.input_ids,
+            "attention_mask": batch.attention_mask,
+            "token_type_ids": batch.token_type_ids,
+        }
+        return {name: available[name] for name in self.input_names}
+
+    def run_chunk(self, batches: Sequence[Batch]) -> list[np.ndarray]:
+        """The token embeddings (float32 ``(rows, length, hidden)``) of each exact-length batch of a chunk,
+        computed in the calling thread: the embeddings per batch, then each layer's dense stages once over
+        all the chunk's tokens and its attention per batch."""
+        embedded = [self._embed.run(None, self._feeds(batch)) for batch in batches]
+        shapes = [batch.input_ids.shape for batch in batches]
+        if any(len(shape) != 2 or 0 in shape for shape in shapes):
+            raise ValueError(f"batches must be non-empty (rows, length) arrays, got shapes {shapes}")
+        bounds = np.cumsum([0] + [rows * length for rows, length in shapes]).tolist()
+        width = embedded[0][0].shape[-1]
+        hidden = np.concatenate([tokens.reshape(-1, width) for tokens, _ in embedded])[None]
+        masks = [mask for _, mask in embedded]
+        for layer in range(self.layers):
+            layer_in = self._hidden[layer]
+            query_name, key_name, value_name = self._qkv[layer]
+            query, key, value = self._dense_in[layer].run(None, {layer_in: hidden})
+            heads_width = query.shape[-1]
+            context = np.empty_like(query)
+            attention = self._attention[layer]
+            for k, (rows, length) in enumerate(shapes):
+                span = slice(bounds[k], bounds[k + 1])
+                (out,) = attention.run(
+                    None,
+                    {
+                        query_name: query[0, span].reshape(rows, length, heads_width),
+                        key_name: key[0, span].reshape(rows, length, heads_width),
+                        value_name: value[0, span].reshape(rows, length, heads_width),
+                        layer_in: hidden[0, span].reshape(rows, length, width),
+                        self._mask: masks[k],
+                    },
+                )
+                context[0, span] = out.reshape(-1, heads_width)
+            (hidden,) = self._dense_out[layer].run(None, {self._context[layer]: context, layer_in: hidden})
+        return [
+            np.asarray(hidden[0, bounds[k] : bounds[k + 1]].reshape(rows, length, width), dtype=np.float32)
+            for k, (rows, length) in enumerate(shapes)
+        ]
+
+
+def _attention_core(graph, produced: dict, value: str, layer: int) -> tuple[str, str] | None:
+    """(context, mask) of a layer: the Softmax over ``scores + mask`` whose weights multiply the values
+    projected into ``value``, then the transpose and reshape back to ``(rows, length, heads x width)``."""
+    consumers: dict[str, list] = {}
+    for node in graph.node:
+        for name in node.input:
+            consumers.setdefault(name, []).append(node)
+    marker = f"layer.{layer}/"
+    for softmax in (n for n in graph.node if n.op_type == "Softmax" and marker in n.name):
+        add = produced.get(softmax.input[0])
+        if add is None or add.op_type != "Add":
+            return None
+        scores = [x for x in add.input if x in produced and marker in produced[x].name]
+        masks = [x for x in add.input if x not in scores]
+        weighted = [n for n in consumers.get(softmax.output[0], []) if n.op_type == "MatMul"]
+        if len(scores) != 1 or len(masks) != 1 or len(weighted) != 1:
+            return None
+        node = weighted[0]
+        # the values: Add (projection) -> Reshape -> Transpose -> the MatMul's second input
+        back = produced.get(node.input[1])
+        while back is not None and back.op_type in ("Transpose", "Reshape"):
+            back = produced.get(back.input[0])
+        if back is None or back.output[0] != value:
+            return None
+        for op in ("Transpose", "Reshape"):
+            following = consumers.get(node.output[0], [])
+            if len(following) != 1 or following[0].op_type != op:
+                return None
+            node = following[0]
+        return node.output[0], masks[0]
+    return None
+
+
+def chunk_batches(
+    tokens: Sequence[int], workers: int, chunk_tokens: int = CHUNK_TOKENS
+) -> list[tuple[int, int]]:
+    """Cut a pass's exact-length batches (``tokens``: each batch's tokens, in pass order) into chunks
+    ``[(start, stop), ...]`` of whole batches: as many as ``workers`` (never more than there are batches),
+    more when a chunk would exceed ``chunk_tokens``, a multiple of ``workers`` then, balanced by tokens."""
+    if not tokens:
+        return []
+    total = int(sum(tokens))
+    per_round = max(1, workers) * chunk_tokens
+    wanted = min(len(tokens), max(1, workers) * -(-total // per_round))
+    ends = np.cumsum(tokens)
+    cuts = [0]
+    for j in range(1, wanted):
+        cut = int(np.searchsorted(ends, total * j / wanted)) + 1
+        cuts.append(min(max(cut, cuts[-1] + 1), len(tokens) - (wanted - j)))
+    cuts.append(len(tokens))
+    return [(a, b) for a, b in itertools.pairwise(cuts) if b > a]
