@@ -54,7 +54,7 @@ from simkernel.runtime.inference.tokenizer import Batch
 # A chunk's tokens at most (its activations stay within a few MB per layer: 2,048 x 1,536 floats for
 # all-MiniLM-L6-v2's feed-forward layer is 12.6 MB); a pass has at least one chunk per worker when it
 # has that many exact-length batches.
-CHUNK_TOKENS = 2048
+CHUNK_TOKENS = 512
 # The probe of EncoderStages.cut: lengths from 3 to ~40 tokens, several scripts, several texts per length.
 PROBE_TEXTS = (
     "ok",
