@@ -41,6 +41,7 @@ class Mutant:
 
 
 BATCHER_TESTS = "tests/runtime/inference/test_batcher.py"
+PACKED_TESTS = "tests/runtime/inference/test_packed_passes.py"
 IN_PROCESS = "tests/serve/test_serve_in_process.py"
 QUEUED = f"{IN_PROCESS}::test_queue_depth_latencies_and_counters_while_requests_wait_at_a_held_pass"
 SPEED = f"{IN_PROCESS}::test_tokens_per_second_is_the_pass_tokens_between_two_scrapes_over_their_interval"
@@ -254,6 +255,38 @@ MUTANTS = (
         "instance = None",
         ("tests/spark/test_workers.py::test_the_model_loads_once_per_worker_process_across_its_tasks",),
         "every caller gets a new encoder (a Spark worker loads the model once per UDF instead of once)",
+    ),
+    Mutant(
+        "packed-stages-unchecked",
+        "src/simkernel/runtime/inference/text_encoder.py",
+        "            stages.check(session.run, batches, str(session.path))\n",
+        "            pass\n",
+        (f"{PACKED_TESTS}::test_stages_whose_bits_differ_are_refused_and_the_whole_graph_is_kept",),
+        "packed stages are used without checking their bits against the whole graph",
+    ),
+    Mutant(
+        "packed-attention-reads-keys-as-queries",
+        "src/simkernel/runtime/inference/packed_passes.py",
+        "query_name: query[0, span].reshape(rows, length, heads_width),",
+        "query_name: key[0, span].reshape(rows, length, heads_width),",
+        (PACKED_TESTS,),
+        "a packed pass feeds the attention the wrong rows (the stages refuse themselves at their bit check)",
+    ),
+    Mutant(
+        "packed-passes-never-used",
+        "src/simkernel/runtime/inference/text_encoder.py",
+        "if stages is not None and len(batches) > 1:",
+        "if stages is not None and len(batches) > 1 and stages is None:",
+        (f"{PACKED_TESTS}::test_encode_with_packed_passes_gives_the_unbatched_bits",),
+        "passes run the whole graph although the packed stages are ready",
+    ),
+    Mutant(
+        "batcher-never-prepares-packed-passes",
+        "src/simkernel/runtime/inference/batcher.py",
+        "on_shared()  # the text encoder gets its packed passes ready (in a thread of its own)",
+        "del on_shared",
+        (f"{BATCHER_TESTS}::test_the_first_shared_pass_gets_packed_passes_ready_with_the_same_bits",),
+        "a shared model never gets its packed passes ready",
     ),
 )
 

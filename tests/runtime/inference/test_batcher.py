@@ -133,6 +133,32 @@ def test_concurrent_calls_share_one_pass_with_the_bits_of_a_lone_call(fresh, alo
         assert np.array_equal(results[i], alone(call)), i
 
 
+def test_the_first_shared_pass_gets_packed_passes_ready_with_the_same_bits(fresh, alone, sas_texts):
+    encoder = fresh()
+    texts = sas_texts[1000:1040]
+    for text in texts[:3]:  # lone calls: nothing is shared, nothing is prepared
+        encoder.encode([text])
+    assert encoder.packed_status == "not prepared"
+    recorder = PassRecorder(encoder, gate=True)
+    first = threading.Thread(target=encoder.encode, args=(["holds the model"],))
+    first.start()
+    assert recorder.first_started.wait(WAIT)
+    calls = [[texts[2 * i], texts[2 * i + 1]] for i in range(8)] + [[SPECIAL_TEXTS[4], SPECIAL_TEXTS[6]]]
+    threads, results, errors = in_threads(lambda t: encoder.encode(t, normalize=False), [(c,) for c in calls])
+    recorder.wait_queued(len(calls))  # queued behind a pass: the model is shared
+    deadline = time.monotonic() + WAIT
+    while encoder.packed_status in ("not prepared", "preparing"):  # cut in the background meanwhile
+        assert time.monotonic() < deadline, "packed passes were never prepared"
+        time.sleep(0.01)
+    assert encoder.packed_status == "ready"
+    recorder.gate.set()
+    join_all([first, *threads])
+    assert not errors
+    assert len(recorder.passes) == 2 and encoder.packed_passes == 1  # the shared pass ran packed
+    for i, call in enumerate(calls):
+        assert np.array_equal(results[i], alone(call)), i
+
+
 def test_a_lone_call_runs_at_once_in_the_callers_thread(fresh, alone, sas_texts):
     encoder = fresh()
     recorder = PassRecorder(encoder)

@@ -179,6 +179,9 @@ class PassBatcher:
             if self._gather and len(self._queue) >= self._gather:
                 self._arrived.notify()  # once: each wake-up of the pass thread costs it a GIL hand-over
             if self._busy:
+                if self._on_shared is not None:  # the first call queued behind a pass: the model is shared
+                    on_shared, self._on_shared = self._on_shared, None
+                    on_shared()  # the text encoder gets its packed passes ready (in a thread of its own)
                 return False
             self._busy = True
             return True
@@ -313,12 +316,7 @@ class PassBatcher:
         self._signal(failed)
 
     def _start_pass_thread(self) -> None:
-        """Under the lock (with ``_busy`` set): a pass thread drains the queue. The first time, calls
-        ``on_shared`` (calls have queued behind a pass: the model is shared; the text encoder then gets
-        its packed passes ready, :mod:`simkernel.runtime.inference.packed_passes`)."""
-        if self._on_shared is not None:
-            on_shared, self._on_shared = self._on_shared, None
-            on_shared()
+        """Under the lock (with ``_busy`` set): a pass thread drains the queue."""
         if self._threads is None:
             self._threads = ThreadPoolExecutor(1, thread_name_prefix="simkernel-pass")
         self._threads.submit(self._drain)
@@ -427,8 +425,8 @@ def make_batcher(
     on_shared: Callable[[], None] | None = None,
 ) -> PassBatcher | None:
     """The batcher of an encoder's ``run_pass``, or None when batching is off (``batching=False``, or
-    None with ``$SIMKERNEL_BATCHING=0``); the settings are checked here, at construction. ``on_shared``:
-    see :meth:`PassBatcher._start_pass_thread`."""
+    None with ``$SIMKERNEL_BATCHING=0``); the settings are checked here, at construction. ``on_shared()``
+    is called once, when a call first queues behind a running pass (it must not block)."""
     tokens, queue = batch_settings(max_batch_tokens, max_queue)
     if batching is None:
         batching = batching_default()

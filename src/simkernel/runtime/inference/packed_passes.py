@@ -315,17 +315,20 @@ def chunk_batches(
     tokens: Sequence[int], workers: int, chunk_tokens: int = CHUNK_TOKENS
 ) -> list[tuple[int, int]]:
     """Cut a pass's exact-length batches (``tokens``: each batch's tokens, in pass order) into chunks
-    ``[(start, stop), ...]`` of whole batches: as many as ``workers`` (never more than there are batches),
-    more when a chunk would exceed ``chunk_tokens``, a multiple of ``workers`` then, balanced by tokens."""
+    ``[(start, stop), ...]`` of whole batches, balanced by tokens: one per worker, or as many as it takes to
+    keep a chunk near ``chunk_tokens`` (never more chunks than batches). Each cut is the batch boundary
+    nearest to its share of the tokens."""
     if not tokens:
         return []
     total = int(sum(tokens))
-    per_round = max(1, workers) * chunk_tokens
-    wanted = min(len(tokens), max(1, workers) * -(-total // per_round))
+    wanted = min(len(tokens), max(workers, -(-total // chunk_tokens)))
     ends = np.cumsum(tokens)
     cuts = [0]
     for j in range(1, wanted):
-        cut = int(np.searchsorted(ends, total * j / wanted)) + 1
+        target = total * j / wanted
+        cut = int(np.searchsorted(ends, target))  # ends[cut] >= target: cut before or after that batch
+        if cut < len(tokens) and ends[cut] - target < target - (ends[cut - 1] if cut else 0):
+            cut += 1
         cuts.append(min(max(cut, cuts[-1] + 1), len(tokens) - (wanted - j)))
     cuts.append(len(tokens))
     return [(a, b) for a, b in itertools.pairwise(cuts) if b > a]

@@ -1,0 +1,157 @@
+"""Packed passes (simkernel.runtime.inference.packed_passes) on the real default model, fp32 and int8.
+
+The reference of every row is the whole graph run on the exact-length batch the text belongs to (what
+every pass ran before packed passes, and what a call with batching off runs), compared bit for bit.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from runtime_helpers import SPECIAL_TEXTS
+
+from simkernel.runtime import CrossEncoder, TextEncoder
+from simkernel.runtime.inference.packed_passes import (
+    CHUNK_TOKENS,
+    EncoderStages,
+    StagesUnavailable,
+    chunk_batches,
+)
+from simkernel.runtime.inference.tokenizer import length_sorted_batches
+
+PRECISIONS = ("fp32", "int8")
+
+
+@pytest.fixture(scope="module", params=PRECISIONS)
+def prepared(request, default_bundle):
+    """(encoder with its packed stages ready, batching off, so no pass is shared by chance; the stages)."""
+    encoder = TextEncoder(default_bundle, precision=request.param, cache_size=0, batching=False)
+    assert encoder.prepare_packed_passes(), encoder.packed_status
+    assert encoder.packed_status == "ready"
+    return encoder, encoder._stages
+
+
+def exact_length_batches(encoder, texts):
+    encodings = encoder._tokenizer.encode(list(texts))
+    return [
+        encoder._tokenizer.pad_batch([encodings[i] for i in rows])
+        for rows in length_sorted_batches(encodings, 32)
+    ]
+
+
+def test_a_chunk_of_many_lengths_gives_the_whole_graphs_bits(prepared, sas_texts):
+    encoder, stages = prepared
+    rng = np.random.default_rng(7)
+    texts = list(SPECIAL_TEXTS) + sas_texts[:400]  # Russian, Chinese, emoji, a text truncated at 256 tokens
+    checked = 0
+    for size in (3, 17, 60, len(texts)):
+        sample = [texts[i] for i in rng.choice(len(texts), size, replace=False)]
+        batches = exact_length_batches(encoder, sample)
+        for batch, rows in zip(batches, stages.run_chunk(batches), strict=True):
+            whole = encoder._session.run(batch.input_ids, batch.attention_mask, batch.token_type_ids)
+            assert rows.dtype == np.float32 and rows.shape == whole.shape
+            assert np.array_equal(rows, whole), (batch.input_ids.shape, np.max(np.abs(rows - whole)))
+            checked += 1
+    assert checked > 40  # many exact-length batches, of one to dozens of rows
+
+
+def test_a_texts_rows_do_not_depend_on_its_chunk_mates(prepared, sas_texts):
+    encoder, stages = prepared
+    target = [SPECIAL_TEXTS[4], SPECIAL_TEXTS[6], sas_texts[3]]  # Russian, Chinese, English
+    alone = [stages.run_chunk(exact_length_batches(encoder, [t]))[0] for t in target]
+    crowd = exact_length_batches(encoder, target + sas_texts[500:700])
+    rows = {
+        tuple(b.input_ids[r]): out[r]
+        for b, out in zip(crowd, stages.run_chunk(crowd), strict=True)
+        for r in range(len(b.input_ids))
+    }
+    for text, expected in zip(target, alone, strict=True):
+        ids = tuple(encoder._tokenizer.encode([text])[0].ids)
+        assert np.array_equal(rows[ids], expected[0]), text
+
+
+def test_encode_with_packed_passes_gives_the_unbatched_bits(prepared, default_bundle, sas_texts):
+    encoder, _ = prepared
+    texts = list(SPECIAL_TEXTS) + sas_texts[:700]
+    passes = encoder.packed_passes
+    packed = encoder._run_pass(encoder._tokenizer.encode(texts), 32)
+    assert encoder.packed_passes == passes + 1  # the pass ran packed
+    reference = TextEncoder(default_bundle, precision=encoder.precision, cache_size=0, batching=False)
+    assert reference.packed_status == "not prepared"
+    assert np.array_equal(packed, reference.encode(texts, normalize=False))
+
+
+def test_a_graph_that_is_not_bert_family_runs_whole(cross_encoder_bundle, tmp_path):
+    with pytest.raises(StagesUnavailable, match="is not the last layer's LayerNorm"):
+        EncoderStages.cut(cross_encoder_bundle / "model.onnx")  # its output is the classifier's logits
+    import onnx
+    from onnx import TensorProto, helper
+
+    graph = helper.make_graph(
+        [helper.make_node("Identity", ["input_ids"], ["token_embeddings"])],
+        "not-an-encoder",
+        [helper.make_tensor_value_info("input_ids", TensorProto.INT64, ["b", "s"])],
+        [helper.make_tensor_value_info("token_embeddings", TensorProto.INT64, ["b", "s"])],
+    )
+    onnx.save(helper.make_model(graph), tmp_path / "model.onnx")
+    with pytest.raises(StagesUnavailable, match="has no BERT-family layers"):
+        EncoderStages.cut(tmp_path / "model.onnx")
+    assert CrossEncoder(cross_encoder_bundle).predict([("a", "b")]).shape == (1,)  # not touched by any of it
+
+
+def test_stages_whose_bits_differ_are_refused_and_the_whole_graph_is_kept(
+    default_bundle, sas_texts, monkeypatch
+):
+    encoder = TextEncoder(default_bundle, cache_size=0, batching=False)
+    whole_run = encoder._session.run
+
+    def one_ulp_off(input_ids, attention_mask, token_type_ids):  # a whole graph that differs in the last bit
+        out = whole_run(input_ids, attention_mask, token_type_ids)
+        return np.nextafter(out, np.float32(np.inf))
+
+    monkeypatch.setattr(encoder._session, "run", one_ulp_off)
+    assert not encoder.prepare_packed_passes()
+    assert (
+        encoder.packed_status.startswith("unavailable: ")
+        and "differ from the whole graph" in encoder.packed_status
+    )
+    assert encoder._stages is None
+    monkeypatch.undo()
+    assert not encoder.prepare_packed_passes()  # decided once: not cut again at every pass
+    texts = sas_texts[:50]
+    before = encoder.packed_passes
+    out = encoder._run_pass(encoder._tokenizer.encode(texts), 32)
+    assert encoder.packed_passes == before  # the whole graph ran
+    assert np.array_equal(
+        out, TextEncoder(default_bundle, cache_size=0, batching=False).encode(texts, normalize=False)
+    )
+
+
+@given(
+    tokens=st.lists(st.integers(min_value=1, max_value=3 * CHUNK_TOKENS), min_size=1, max_size=60),
+    workers=st.integers(min_value=1, max_value=8),
+)
+@settings(max_examples=300, deadline=None)
+def test_chunks_cover_the_batches_in_order_one_per_worker_at_least(tokens, workers):
+    spans = chunk_batches(tokens, workers)
+    assert spans[0][0] == 0 and spans[-1][1] == len(tokens)
+    assert all(a < b for a, b in spans) and all(b == c for (_, b), (c, _) in itertools.pairwise(spans))
+    total = sum(tokens)
+    wanted = min(len(tokens), max(workers, -(-total // CHUNK_TOKENS)))
+    assert len(spans) == wanted  # every worker gets a chunk when there are batches enough
+    if len(spans) > 1:  # balanced: no chunk holds more than its share plus one batch
+        share = total / len(spans)
+        assert all(sum(tokens[a:b]) <= share + max(tokens) for a, b in spans)
+
+
+def test_chunk_batches_by_example():
+    assert chunk_batches([], 2) == []
+    assert chunk_batches([10], 4) == [(0, 1)]
+    assert chunk_batches([10, 10, 10, 10], 2) == [(0, 2), (2, 4)]
+    assert chunk_batches([5, 7, 9, 11, 13], 2) == [(0, 3), (3, 5)]  # 21 | 24 tokens
+    assert chunk_batches([300, 300, 300, 300], 1) == [(0, 1), (1, 3), (3, 4)]  # 1,200 tokens: 3 chunks of 512
+    assert chunk_batches([1000, 10, 10, 10], 2) == [(0, 1), (1, 2), (2, 4)]
