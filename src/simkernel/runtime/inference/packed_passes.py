@@ -45,6 +45,7 @@ from __future__ import annotations
 import itertools
 import re
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -77,19 +78,29 @@ class StagesUnavailable(Exception):
     """The graph cannot run as packed stages (the message says why); it runs whole instead."""
 
 
+@dataclass(frozen=True)
+class StageNames:
+    """The tensors an encoder graph is cut at."""
+
+    hidden: list[str]  # the input of each layer, then the graph's output
+    qkv: list[tuple[str, str, str]]  # per layer: the query, key and value projections
+    context: list[str]  # per layer: the attention's output, before its own projection
+    mask: str  # the additive attention mask the embedding stage computes
+
+
 class EncoderStages:
     """The stages of one encoder graph (see the module docstring), as single-threaded onnxruntime
     sessions; :meth:`run_chunk` is safe to call from several threads at once."""
 
-    def __init__(self, sessions: dict, names: dict, input_names: tuple[str, ...]) -> None:
+    def __init__(self, sessions: dict, names: StageNames, input_names: tuple[str, ...]) -> None:
         self._embed = sessions["embed"]
         self._dense_in = sessions["dense_in"]
         self._attention = sessions["attention"]
         self._dense_out = sessions["dense_out"]
-        self._hidden = names["hidden"]  # the input of each layer, then the graph's output
-        self._qkv = names["qkv"]  # per layer: (query, key, value)
-        self._context = names["context"]  # per layer: the attention's output, before its projection
-        self._mask = names["mask"]  # the additive attention mask the embedding stage computes
+        self._hidden = names.hidden
+        self._qkv = names.qkv
+        self._context = names.context
+        self._mask = names.mask
         self.input_names = input_names
         self.layers = len(self._qkv)
 
@@ -144,7 +155,8 @@ class EncoderStages:
                 f"{path}: the graph's output {output!r} is not the last layer's LayerNorm"
             )
         hidden = [embeddings] + [layer_out[i] for i in layers]
-        context, mask = [], None
+        context: list[str] = []
+        mask: str | None = None
         for i in layers:
             found = _attention_core(graph, produced, qkv[i]["value"], i)
             if found is None:
@@ -155,6 +167,7 @@ class EncoderStages:
             if mask not in (None, found[1]):
                 raise StagesUnavailable(f"{path}: the layers do not share one attention mask")
             mask = found[1]
+        assert mask is not None  # every layer has one (found above)
         known = {v.name for v in graph.value_info} | {o.name for o in graph.output}
         for name in [
             *hidden,
@@ -166,12 +179,9 @@ class EncoderStages:
                 graph.value_info.append(helper.make_tensor_value_info(name, TensorProto.FLOAT, None))
         extractor = Extractor(model)
         inputs = tuple(i.name for i in graph.input)
-        names = {
-            "hidden": hidden,
-            "qkv": [(qkv[i]["query"], qkv[i]["key"], qkv[i]["value"]) for i in layers],
-            "context": context,
-            "mask": mask,
-        }
+        names = StageNames(
+            hidden, [(qkv[i]["query"], qkv[i]["key"], qkv[i]["value"]) for i in layers], context, mask
+        )
 
         def session(stage):
             options = ort.SessionOptions()
@@ -192,10 +202,10 @@ class EncoderStages:
             sessions = {
                 "embed": session(extractor.extract_model(list(inputs), [hidden[0], mask])),
                 "dense_in": [
-                    session(extractor.extract_model([hidden[i]], list(names["qkv"][i]))) for i in layers
+                    session(extractor.extract_model([hidden[i]], list(names.qkv[i]))) for i in layers
                 ],
                 "attention": [
-                    session(extractor.extract_model([*names["qkv"][i], hidden[i], mask], [context[i]]))
+                    session(extractor.extract_model([*names.qkv[i], hidden[i], mask], [context[i]]))
                     for i in layers
                 ],
                 "dense_out": [
@@ -208,7 +218,7 @@ class EncoderStages:
             raise StagesUnavailable(f"{path}: the graph does not cut at its attention cores: {exc}") from exc
         for i in layers:
             attention_inputs = {x.name for x in sessions["attention"][i].get_inputs()}
-            if attention_inputs != {*names["qkv"][i], hidden[i], mask}:
+            if attention_inputs != {*names.qkv[i], hidden[i], mask}:
                 raise StagesUnavailable(f"{path}: layer {i}'s attention reads {sorted(attention_inputs)}")
         return cls(sessions, names, inputs)
 
