@@ -3,6 +3,7 @@
     python benchmarks/studies/shared_passes.py --run-cost      # ms per forward pass by rows x token length
     python benchmarks/studies/shared_passes.py --ratios        # 16 threads / 64 tasks vs one call, by gather window
     python benchmarks/studies/shared_passes.py --stages        # the graph cut at its layers: same bits? faster?
+    python benchmarks/studies/shared_passes.py --packed        # packed passes against the whole graph, by pass size
 
 Concurrent single-pair callers share passes (simkernel.runtime.inference.batcher); a pass is split into
 batches of ONE token length so that a text's bits never depend on its pass-mates. With 16 callers a pass
@@ -250,11 +251,73 @@ def stages(passes: int) -> None:
             )
 
 
+def packed(passes: int) -> None:
+    """us per token of one pass by its size: the whole graph per exact-length batch (two single-threaded
+    workers, what a pass ran before) against packed stages (two chunks on the same workers), interleaved;
+    and two packed chunks at once against one (what two concurrent chunks cost each other)."""
+    from simkernel.runtime.inference.tokenizer import length_sorted_batches
+
+    encoder = _encoder()
+    assert encoder.prepare_packed_passes(), encoder.packed_status
+    stages_ready = encoder._stages
+    tokenizer = encoder._tokenizer
+    all_texts = distinct_texts()
+    rng = np.random.default_rng(0)
+    print("| texts in the pass | whole graph, us per token | packed, us per token | packed / whole |")
+    print("|---:|---:|---:|---:|")
+    for size in (12, 30, 80, 300, 800):
+        found: dict[str, list[float]] = {"whole": [], "packed": []}
+        for repeat in range(passes):
+            sample = [all_texts[i] for i in rng.choice(len(all_texts), size, replace=False)]
+            encodings = tokenizer.encode(sample)
+            tokens = sum(len(e.ids) for e in encodings)
+            for mode in ("whole", "packed") if repeat % 2 == 0 else ("packed", "whole"):
+                encoder._stages = stages_ready if mode == "packed" else None
+                start = time.perf_counter()
+                encoder._run_pass(encodings, 32)
+                found[mode].append((time.perf_counter() - start) / tokens * 1e6)
+        whole, packed_ = statistics.median(found["whole"]), statistics.median(found["packed"])
+        print(f"| {size} | {whole:.0f} | {packed_:.0f} | {packed_ / whole:.2f} |")
+    print()
+    print("| texts in a chunk | one chunk at a time, us per token | two at once, us per token and thread |")
+    print("|---:|---:|---:|")
+    for size in (12, 30):
+        chunks = []
+        for _ in range(4 * passes):
+            encodings = tokenizer.encode(
+                [all_texts[i] for i in rng.choice(len(all_texts), size, replace=False)]
+            )
+            batches = [
+                tokenizer.pad_batch([encodings[i] for i in rows])
+                for rows in length_sorted_batches(encodings, 32)
+            ]
+            chunks.append((batches, sum(len(e.ids) for e in encodings)))
+        tokens = sum(t for _, t in chunks)
+        start = time.perf_counter()
+        for batches, _ in chunks:
+            stages_ready.run_chunk(batches)
+        alone = (time.perf_counter() - start) / tokens * 1e6
+
+        def share(part) -> None:
+            for batches, _ in part:
+                stages_ready.run_chunk(batches)
+
+        threads = [threading.Thread(target=share, args=(chunks[k::2],)) for k in (0, 1)]
+        start = time.perf_counter()
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        both = (time.perf_counter() - start) / tokens * 1e6 * 2
+        print(f"| {size} | {alone:.0f} | {both:.0f} |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--run-cost", action="store_true")
     parser.add_argument("--ratios", action="store_true")
     parser.add_argument("--stages", action="store_true")
+    parser.add_argument("--packed", action="store_true")
     parser.add_argument("--pairs", type=int, default=400)
     parser.add_argument("--rounds", type=int, default=4)
     parser.add_argument(
@@ -262,14 +325,16 @@ def main() -> None:
     )
     parser.add_argument("--passes", type=int, default=6)
     args = parser.parse_args()
-    if not (args.run_cost or args.ratios or args.stages):
-        parser.error("choose at least one of --run-cost, --ratios, --stages")
+    if not (args.run_cost or args.ratios or args.stages or args.packed):
+        parser.error("choose at least one of --run-cost, --ratios, --stages, --packed")
     if args.run_cost:
         run_cost()
     if args.ratios:
         ratios(args.pairs, args.rounds, [float(w) for w in args.windows.split(",")])
     if args.stages:
         stages(args.passes)
+    if args.packed:
+        packed(args.passes)
 
 
 if __name__ == "__main__":
