@@ -13,7 +13,10 @@ Guarantees:
 
 - **Same bits.** A pass is split into batches of ONE token length each
   (:func:`~simkernel.runtime.inference.tokenizer.length_sorted_batches`), so a row's result never depends
-  on the other inputs of its pass: an input gives the same bits alone or in a shared pass.
+  on the other inputs of its pass: an input gives the same bits alone or in a shared pass. (A text
+  encoder's shared passes run as packed stages once the model is shared,
+  :mod:`simkernel.runtime.inference.packed_passes`: the dense layers over every token of the pass at once,
+  attention still per exact-length batch, checked bit-identical to the whole graph.)
 - **Errors stay with their call.** Inputs are checked in the caller's thread before they are queued (and
   tokenized there, or by the pass thread for an asyncio caller), so bad input fails that call only, with
   the encoder's usual error. An error of the model itself fails every call of that pass.

@@ -117,7 +117,10 @@ class EncoderStages:
             raise StagesUnavailable(f"the onnx package is missing ({exc}); pip install onnx") from exc
         import onnxruntime as ort
 
-        model = onnx.load(str(path))
+        path = Path(path)
+        # the weights stay where they are: a stage's initializers point into the bundle's external data
+        # file (onnxruntime maps it), so the stages add no copy of the weights but their packed forms
+        model = onnx.load(str(path), load_external_data=False)
         graph = model.graph
         produced = {name: node for node in graph.node for name in node.output}
         qkv: dict[int, dict[str, str]] = {}
@@ -189,6 +192,9 @@ class EncoderStages:
             options.intra_op_num_threads = 1
             options.inter_op_num_threads = 1
             options.log_severity_level = 3
+            options.add_session_config_entry(
+                "session.model_external_initializers_file_folder_path", str(path.parent)
+            )
             try:
                 return ort.InferenceSession(
                     stage.SerializeToString(),

@@ -73,7 +73,9 @@ class BundleTextEncoder:
         batching: share forward passes between concurrent calls (:mod:`simkernel.runtime.inference.batcher`):
             while a pass runs, the texts of other calls (threads or asyncio tasks) queue and go into the
             next pass together; a lone call runs at once, and a text gives the same bits either way.
-            None: ``$SIMKERNEL_BATCHING`` (``0`` turns it off), else on.
+            None: ``$SIMKERNEL_BATCHING`` (``0`` turns it off), else on. The first time a call queues
+            behind a pass, the graph is cut into packed stages in the background
+            (:meth:`prepare_packed_passes`): later passes run each dense layer once over all their tokens.
         max_batch_tokens: tokens per shared pass (None: ``$SIMKERNEL_MAX_BATCH_TOKENS``, else 4,096); a
             larger call is run a pass's worth at a time, taking turns with the others.
         max_queue: calls that may wait for a pass (None: ``$SIMKERNEL_MAX_QUEUE``, else 1,024); one
@@ -377,8 +379,9 @@ class BundleTextEncoder:
 
         The batcher does this by itself, in a background thread, the first time calls queue behind a
         pass (the model is shared: a server, threads, asyncio tasks); until it is done, passes run the
-        whole graph (the same bits). It costs ~1 s of CPU once (importing ``onnx`` and cutting) and a second
-        copy of the weights in memory (+90 MB for all-MiniLM-L6-v2 fp32). :attr:`packed_status` says
+        whole graph (the same bits). It costs 0.7 s of CPU once (importing ``onnx``, cutting, the probe) and
+        memory for the stages' packed weights (RSS +100 MB for all-MiniLM-L6-v2 fp32, +70 MB int8; the
+        weights themselves stay mapped from the bundle's file). :attr:`packed_status` says
         ``"ready"``, or why not (``"unavailable: ..."``: a graph that is not BERT-family, OpenVINO's bf16,
         an accelerator provider, or a probe whose bits differ)."""
         with self._runtime_lock:
