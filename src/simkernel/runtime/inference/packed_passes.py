@@ -23,13 +23,15 @@ A row of a matrix product, LayerNorm or GELU depends on that row only (onnxrunti
 same bits for a row in a matrix of any height and at any position: the contract
 :mod:`~simkernel.runtime.inference.tokenizer` already relies on), and attention still sees exactly one
 text length per run, so the chained stages give the whole graph's bits for every text. That is not taken
-on trust: :meth:`EncoderStages.cut` runs a probe of mixed lengths (Latin, Cyrillic and CJK texts) through
-both and refuses the stages (:class:`StagesUnavailable`) unless every row is bit-identical. The same holds
+on trust: :meth:`EncoderStages.check` runs a probe of mixed lengths (Latin, Cyrillic and CJK texts,
+:data:`PROBE_TEXTS`) through both and refuses the stages (:class:`StagesUnavailable`) unless every row is
+bit-identical. The same holds
 for simkernel's per-row int8 graphs (each token's activations are quantized on their own).
 
-Each layer's weights are then read once per chunk instead of once per exact-length batch. Measured on the
-default model (fp32, one thread, SAS texts): 15 texts 277 us per token packed against ... see
-docs/design-notes.md.
+Each layer's weights are then read once per chunk instead of once per exact-length batch. Measured with
+``python benchmarks/studies/shared_passes.py --packed`` (all-MiniLM-L6-v2 fp32, SAS texts, 2-core AMD
+EPYC, two runs): a pass of 12 texts 164-166 us per token packed against 188-195 for the whole graph, 30
+texts 133-134 against 152-167, 800 texts 121-122 against 117-134 (docs/design-notes.md).
 
 A chunk runs on one thread (:meth:`EncoderStages.run_chunk`: single-threaded sessions, so that concurrent
 chunks on the encoder's workers neither spin nor wait for each other's thread pools); a pass is cut into
@@ -52,11 +54,11 @@ import numpy as np
 
 from simkernel.runtime.inference.tokenizer import Batch
 
-# A chunk's tokens at most (its activations stay within a few MB per layer: 2,048 x 1,536 floats for
-# all-MiniLM-L6-v2's feed-forward layer is 12.6 MB); a pass has at least one chunk per worker when it
-# has that many exact-length batches.
+# A chunk's tokens, about (its activations stay within a few MB: 512 x 1,536 floats, all-MiniLM-L6-v2's
+# feed-forward layer, are 3 MB). One call of 800 SAS texts, pairs/s with chunks of 256 / 512 / 1,024 /
+# 2,048 tokens: 552 / 544 / 554 / 519, the whole graph 555 (benchmarks/bench_latency.py's one call).
 CHUNK_TOKENS = 512
-# The probe of EncoderStages.cut: lengths from 3 to ~40 tokens, several scripts, several texts per length.
+# The probe of EncoderStages.check: lengths from 3 to ~40 tokens, several scripts, several texts per length.
 PROBE_TEXTS = (
     "ok",
     "no",
