@@ -288,6 +288,14 @@ MUTANTS = (
         (f"{BATCHER_TESTS}::test_the_first_shared_pass_gets_packed_passes_ready_with_the_same_bits",),
         "a shared model never gets its packed passes ready",
     ),
+    Mutant(
+        "packed-cut-in-a-daemon-thread",
+        "src/simkernel/runtime/inference/text_encoder.py",
+        'name="simkernel-packed", daemon=False',
+        'name="simkernel-packed", daemon=True',
+        (f"{PACKED_TESTS}::test_a_process_that_exits_while_its_stages_are_cut_exits_cleanly",),
+        "a process that exits while its stages are cut aborts (onnxruntime torn down under the cut)",
+    ),
 )
 
 

@@ -7,6 +7,8 @@ every pass ran before packed passes, and what a call with batching off runs), co
 from __future__ import annotations
 
 import itertools
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -155,3 +157,16 @@ def test_chunk_batches_by_example():
     assert chunk_batches([5, 7, 9, 11, 13], 2) == [(0, 3), (3, 5)]  # 21 | 24 tokens
     assert chunk_batches([300, 300, 300, 300], 1) == [(0, 1), (1, 3), (3, 4)]  # 1,200 tokens: 3 chunks of 512
     assert chunk_batches([1000, 10, 10, 10], 2) == [(0, 1), (1, 2), (2, 4)]
+
+
+@pytest.mark.parametrize("seconds", [k / 10 for k in range(12)])  # exit at each stage of the cut
+def test_a_process_that_exits_while_its_stages_are_cut_exits_cleanly(default_bundle, seconds):
+    script = (
+        "import time\n"
+        "from simkernel.runtime import TextEncoder\n"
+        f"encoder = TextEncoder({str(default_bundle)!r}, cache_size=0)\n"
+        "encoder._prepare_packed_passes_in_background()  # what the first queued call starts\n"
+        f"time.sleep({seconds})\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert (done.returncode, done.stderr) == (0, "")

@@ -411,7 +411,9 @@ class BundleTextEncoder:
 
     def _prepare_packed_passes_in_background(self) -> None:
         if self.packed_status == "not prepared":
-            threading.Thread(target=self.prepare_packed_passes, name="simkernel-packed", daemon=True).start()
+            # not a daemon: a process that ends meanwhile waits for the cut (under a second) instead of
+            # tearing onnxruntime down under it (std::terminate, SIGABRT)
+            threading.Thread(target=self.prepare_packed_passes, name="simkernel-packed", daemon=False).start()
 
     def _run_pass(self, encodings: Sequence, batch_size: int) -> np.ndarray:
         """One forward pass over tokenized distinct texts: length-sorted batches of one token length
