@@ -46,6 +46,7 @@ from simkernel.runtime.inference.openvino_graph import (
     conversion_error,
     conversion_extensions,
 )
+from simkernel.runtime.inference.session import model_feeds
 
 INFERENCE_PRECISIONS = ("bf16", "f32")
 MAX_DEFAULT_WORKERS = 8
@@ -193,19 +194,13 @@ class OpenVinoEncoderSession:
         """``INFERENCE_NUM_THREADS`` of the compiled model (what OpenVINO actually uses)."""
         return int(self._main.model.get_property("INFERENCE_NUM_THREADS"))
 
-    def _feeds(self, input_ids, attention_mask, token_type_ids) -> dict[str, np.ndarray]:
-        available = {
-            "input_ids": input_ids,
-            "attention_mask": attention_mask,
-            "token_type_ids": token_type_ids,
-        }
-        return {name: available[name] for name in self.input_names}
-
     def run(
         self, input_ids: np.ndarray, attention_mask: np.ndarray, token_type_ids: np.ndarray
     ) -> np.ndarray:
         """Run one batch (int64 arrays (batch, seq)); returns the selected output as float32."""
-        return self._compiled_here().infer(self._feeds(input_ids, attention_mask, token_type_ids))
+        return self._compiled_here().infer(
+            model_feeds(self.input_names, input_ids, attention_mask, token_type_ids)
+        )
 
     def _compiled_here(self) -> _Compiled:
         """The main compiled model, compiled again in a forked child: OpenVINO's worker threads do not
@@ -225,7 +220,7 @@ class OpenVinoEncoderSession:
 
     def _run_on_twin(self, input_ids, attention_mask, token_type_ids) -> np.ndarray:
         assert self._twin is not None  # made by map_batches before any batch runs on it
-        return self._twin.infer(self._feeds(input_ids, attention_mask, token_type_ids))
+        return self._twin.infer(model_feeds(self.input_names, input_ids, attention_mask, token_type_ids))
 
     def map_batches(self, job: Callable[[RunBatch, Item], Result], batches: Sequence[Item]) -> list[Result]:
         """``[job(run, batch) for batch in batches]``, as :meth:`OnnxEncoderSession.map_batches`: with

@@ -52,6 +52,7 @@ from pathlib import Path
 
 import numpy as np
 
+from simkernel.runtime.inference.session import CPU_ONLY, model_feeds, session_options
 from simkernel.runtime.inference.tokenizer import Batch
 
 # A chunk's tokens, about (its activations stay within a few MB: 512 x 1,536 floats, all-MiniLM-L6-v2's
@@ -107,10 +108,10 @@ class EncoderStages:
         self.layers = len(self._qkv)
 
     @classmethod
-    def cut(cls, path: str | Path, providers: Sequence | None = None) -> EncoderStages:
+    def cut(cls, path: str | Path) -> EncoderStages:
         """The stages of the ONNX graph ``path`` (check them with :meth:`check` before use). Raises
-        :class:`StagesUnavailable` naming what the graph lacks. Needs the ``onnx`` package (a dependency of
-        simkernel)."""
+        :class:`StagesUnavailable` naming what the graph lacks. The stages run on onnxruntime's CPU provider.
+        Needs the ``onnx`` package (a dependency of simkernel)."""
         try:
             import onnx
             from onnx import TensorProto, helper
@@ -142,12 +143,7 @@ class EncoderStages:
             )
         output = graph.output[0].name
         last = produced.get(output)
-        if (
-            layers
-            and layers[-1] not in layer_out
-            and last is not None
-            and last.op_type == "LayerNormalization"
-        ):
+        if layers[-1] not in layer_out and last is not None and last.op_type == "LayerNormalization":
             if f"layer.{layers[-1]}/output/LayerNorm" in last.name:  # the exporter named the output itself
                 layer_out[layers[-1]] = output
         if any(len(qkv[i]) != 3 for i in layers) or sorted(layer_out) != layers:
@@ -160,10 +156,14 @@ class EncoderStages:
                 f"{path}: the graph's output {output!r} is not the last layer's LayerNorm"
             )
         hidden = [embeddings] + [layer_out[i] for i in layers]
+        consumers: dict[str, list] = {}
+        for node in graph.node:
+            for name in node.input:
+                consumers.setdefault(name, []).append(node)
         context: list[str] = []
         mask: str | None = None
         for i in layers:
-            found = _attention_core(graph, produced, qkv[i]["value"], i)
+            found = _attention_core(graph, produced, consumers, qkv[i]["value"], i)
             if found is None:
                 raise StagesUnavailable(
                     f"{path}: layer {i}'s attention is not softmax(scores + mask) @ values"
@@ -189,11 +189,7 @@ class EncoderStages:
         )
 
         def session(stage):
-            options = ort.SessionOptions()
-            options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
-            options.intra_op_num_threads = 1
-            options.inter_op_num_threads = 1
-            options.log_severity_level = 3
+            options = session_options(1, "basic")  # the graph was optimised before it was cut
             options.add_session_config_entry(
                 "session.model_external_initializers_file_folder_path", str(path.parent)
             )
@@ -201,7 +197,7 @@ class EncoderStages:
                 return ort.InferenceSession(
                     stage.SerializeToString(),
                     sess_options=options,
-                    providers=list(providers or ["CPUExecutionProvider"]),
+                    providers=list(CPU_ONLY),
                 )
             except Exception as exc:  # onnxruntime's own classes: a stage that does not stand alone
                 raise StagesUnavailable(f"{path}: a stage of the cut graph does not load: {exc}") from exc
@@ -249,22 +245,20 @@ class EncoderStages:
                     f"{where}: the packed stages differ from the whole graph on the probe's texts of {length} tokens (max |diff| {np.max(np.abs(expected - rows)):.3g}); the whole graph is used"
                 )
 
-    def _feeds(self, batch: Batch) -> dict[str, np.ndarray]:
-        available = {
-            "input_ids": batch.input_ids,
-            "attention_mask": batch.attention_mask,
-            "token_type_ids": batch.token_type_ids,
-        }
-        return {name: available[name] for name in self.input_names}
-
     def run_chunk(self, batches: Sequence[Batch]) -> list[np.ndarray]:
         """The token embeddings (float32 ``(rows, length, hidden)``) of each exact-length batch of a chunk,
         computed in the calling thread: the embeddings per batch, then each layer's dense stages once over
         all the chunk's tokens and its attention per batch."""
-        embedded = [self._embed.run(None, self._feeds(batch)) for batch in batches]
         shapes = [batch.input_ids.shape for batch in batches]
         if any(len(shape) != 2 or 0 in shape for shape in shapes):
             raise ValueError(f"batches must be non-empty (rows, length) arrays, got shapes {shapes}")
+        embedded = [
+            self._embed.run(
+                None,
+                model_feeds(self.input_names, batch.input_ids, batch.attention_mask, batch.token_type_ids),
+            )
+            for batch in batches
+        ]
         bounds = np.cumsum([0] + [rows * length for rows, length in shapes]).tolist()
         width = embedded[0][0].shape[-1]
         hidden = np.concatenate([tokens.reshape(-1, width) for tokens, _ in embedded])[None]
@@ -296,13 +290,10 @@ class EncoderStages:
         ]
 
 
-def _attention_core(graph, produced: dict, value: str, layer: int) -> tuple[str, str] | None:
+def _attention_core(graph, produced: dict, consumers: dict, value: str, layer: int) -> tuple[str, str] | None:
     """(context, mask) of a layer: the Softmax over ``scores + mask`` whose weights multiply the values
-    projected into ``value``, then the transpose and reshape back to ``(rows, length, heads x width)``."""
-    consumers: dict[str, list] = {}
-    for node in graph.node:
-        for name in node.input:
-            consumers.setdefault(name, []).append(node)
+    projected into ``value``, then the transpose and reshape back to ``(rows, length, heads x width)``.
+    ``produced``: tensor -> the node that outputs it; ``consumers``: tensor -> the nodes that read it."""
     marker = f"layer.{layer}/"
     for softmax in (n for n in graph.node if n.op_type == "Softmax" and marker in n.name):
         add = produced.get(softmax.input[0])

@@ -74,6 +74,29 @@ def _level(name: str):
     }[name]
 
 
+def session_options(intra_op_threads: int, optimization: str):
+    """onnxruntime ``SessionOptions`` of simkernel's sessions: ``intra_op_threads`` threads, one inter-op
+    thread (the graphs are sequential), the graph optimisation level ``optimization`` (one of
+    ``"disable"``, ``"basic"``, ``"extended"``, ``"all"``), warnings and errors only in the log."""
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.graph_optimization_level = _level(optimization)
+    options.intra_op_num_threads = intra_op_threads
+    options.inter_op_num_threads = 1
+    options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    options.log_severity_level = 3
+    return options
+
+
+def model_feeds(
+    input_names: Sequence[str], input_ids: np.ndarray, attention_mask: np.ndarray, token_type_ids: np.ndarray
+) -> dict[str, np.ndarray]:
+    """The token arrays a graph declares among ``input_names`` (``token_type_ids`` only when it has it)."""
+    available = {"input_ids": input_ids, "attention_mask": attention_mask, "token_type_ids": token_type_ids}
+    return {name: available[name] for name in input_names}
+
+
 class OnnxEncoderSession:
     """One loaded ONNX graph: feeds int64 token arrays, returns its main output as float32.
 
@@ -124,12 +147,7 @@ class OnnxEncoderSession:
         """An ``InferenceSession`` of this graph with ``intra_op_threads`` threads."""
         import onnxruntime as ort
 
-        options = ort.SessionOptions()
-        options.graph_optimization_level = _level(self._optimization)
-        options.intra_op_num_threads = intra_op_threads
-        options.inter_op_num_threads = 1
-        options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-        options.log_severity_level = 3
+        options = session_options(intra_op_threads, self._optimization)
         try:
             return ort.InferenceSession(str(self.path), sess_options=options, providers=providers)
         except Exception as exc:  # onnxruntime raises its own (Fail, InvalidProtobuf, ...) classes
@@ -148,12 +166,7 @@ class OnnxEncoderSession:
         return self._run_on(self._session, input_ids, attention_mask, token_type_ids)
 
     def _run_on(self, session, input_ids, attention_mask, token_type_ids) -> np.ndarray:
-        available = {
-            "input_ids": input_ids,
-            "attention_mask": attention_mask,
-            "token_type_ids": token_type_ids,
-        }
-        feeds = {name: available[name] for name in self.input_names}
+        feeds = model_feeds(self.input_names, input_ids, attention_mask, token_type_ids)
         (out,) = session.run([self.output_name], feeds)
         return np.asarray(out, dtype=np.float32)
 
