@@ -259,8 +259,8 @@ MUTANTS = (
     Mutant(
         "packed-stages-unchecked",
         "src/simkernel/runtime/inference/text_encoder.py",
-        "            stages.check(session.run, batches, str(session.path))\n",
-        "            pass\n",
+        "                stages.check(session.run, batches, str(session.path))\n",
+        "                pass\n",
         (f"{PACKED_TESTS}::test_stages_whose_bits_differ_are_refused_and_the_whole_graph_is_kept",),
         "packed stages are used without checking their bits against the whole graph",
     ),

@@ -32,6 +32,15 @@ from simkernel.runtime.inference.session import TOKEN_EMBEDDING_OUTPUTS, OnnxEnc
 from simkernel.runtime.inference.tokenizer import length_sorted_batches
 from simkernel.runtime.store.bundle_digest import bundle_digest
 
+# Held while a graph is cut into packed stages (a background thread, see prepare_packed_passes): a fork
+# waits for it, so that no child starts with onnxruntime's or the allocator's locks held by a cut that does
+# not exist in the child (its first pass would wait forever).
+_CUTTING = threading.Lock()
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(
+        before=_CUTTING.acquire, after_in_parent=_CUTTING.release, after_in_child=_CUTTING.release
+    )
+
 DEFAULT_CACHE_SIZE = 10_000
 INLINE_TEXTS = 64  # aencode checks and tokenizes a call of at most this many texts on the event loop
 
@@ -395,12 +404,13 @@ class BundleTextEncoder:
                 raise StagesUnavailable(
                     f"precision {self.precision!r} on {list(getattr(session, 'providers', ['OpenVINO']))} runs the whole graph"
                 )
-            stages = EncoderStages.cut(session.path)
-            probe = tokenizer.encode(list(PROBE_TEXTS))
-            batches = [
-                tokenizer.pad_batch([probe[i] for i in rows]) for rows in length_sorted_batches(probe, 32)
-            ]
-            stages.check(session.run, batches, str(session.path))
+            with _CUTTING:
+                stages = EncoderStages.cut(session.path)
+                probe = tokenizer.encode(list(PROBE_TEXTS))
+                batches = [
+                    tokenizer.pad_batch([probe[i] for i in rows]) for rows in length_sorted_batches(probe, 32)
+                ]
+                stages.check(session.run, batches, str(session.path))
         except StagesUnavailable as exc:
             status, stages = f"unavailable: {exc}", None
         except Exception as exc:  # never fail a caller: the whole graph gives the same bits
