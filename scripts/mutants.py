@@ -281,6 +281,14 @@ MUTANTS = (
         "passes run the whole graph although the packed stages are ready",
     ),
     Mutant(
+        "packed-chunks-unbalanced",
+        "src/simkernel/runtime/inference/packed_passes.py",
+        "target = total * j / wanted",
+        "target = total * j / (wanted + 1)",
+        (PACKED_TESTS,),
+        "a pass's chunks are cut off their shares of its tokens (the pass waits for its longest chunk)",
+    ),
+    Mutant(
         "batcher-never-prepares-packed-passes",
         "src/simkernel/runtime/inference/batcher.py",
         "on_shared()  # the text encoder gets its packed passes ready (in a thread of its own)",

@@ -6,7 +6,6 @@ every pass ran before packed passes, and what a call with batching off runs), co
 
 from __future__ import annotations
 
-import itertools
 import subprocess
 import sys
 
@@ -21,7 +20,7 @@ from simkernel.runtime.inference.packed_passes import (
     CHUNK_TOKENS,
     EncoderStages,
     StagesUnavailable,
-    chunk_batches,
+    chunk_rows,
 )
 from simkernel.runtime.inference.tokenizer import length_sorted_batches
 
@@ -133,30 +132,76 @@ def test_stages_whose_bits_differ_are_refused_and_the_whole_graph_is_kept(
     )
 
 
-@given(
-    tokens=st.lists(st.integers(min_value=1, max_value=3 * CHUNK_TOKENS), min_size=1, max_size=60),
-    workers=st.integers(min_value=1, max_value=8),
-)
+@st.composite
+def passes(draw):
+    """(batches, lengths, workers): a pass's exact-length batches as row-index arrays over a shuffled pass."""
+    sizes = draw(st.lists(st.integers(min_value=1, max_value=32), min_size=1, max_size=40))
+    lengths = draw(
+        st.lists(st.integers(min_value=1, max_value=300), min_size=len(sizes), max_size=len(sizes))
+    )
+    rows = np.random.default_rng(draw(st.integers(0, 2**32 - 1))).permutation(sum(sizes))
+    batches = np.split(rows, np.cumsum(sizes)[:-1])
+    return batches, lengths, draw(st.integers(min_value=1, max_value=8))
+
+
+@given(passes())
 @settings(max_examples=300, deadline=None)
-def test_chunks_cover_the_batches_in_order_one_per_worker_at_least(tokens, workers):
-    spans = chunk_batches(tokens, workers)
-    assert spans[0][0] == 0 and spans[-1][1] == len(tokens)
-    assert all(a < b for a, b in spans) and all(b == c for (_, b), (c, _) in itertools.pairwise(spans))
-    total = sum(tokens)
-    wanted = min(len(tokens), max(workers, -(-total // CHUNK_TOKENS)))
-    assert len(spans) == wanted  # every worker gets a chunk when there are batches enough
-    if len(spans) > 1:  # balanced: no chunk holds more than its share plus one batch
-        share = total / len(spans)
-        assert all(sum(tokens[a:b]) <= share + max(tokens) for a, b in spans)
+def test_chunks_cover_the_rows_in_order_balanced_to_the_row(a_pass):
+    batches, lengths, workers = a_pass
+    chunks = chunk_rows(batches, lengths, workers)
+    length_of = {int(r): length for rows, length in zip(batches, lengths, strict=True) for r in rows}
+    batch_of = {int(r): k for k, rows in enumerate(batches) for r in rows}
+    pieces = [piece for chunk in chunks for piece in chunk]
+    assert np.array_equal(np.concatenate(pieces), np.concatenate(batches))  # every row once, in pass order
+    assert all(len(piece) and len({batch_of[int(r)] for r in piece}) == 1 for piece in pieces)  # one length
+    assert all(chunk for chunk in chunks)
+    tokens = [sum(length_of[int(r)] for piece in chunk for r in piece) for chunk in chunks]
+    total, count = sum(tokens), sum(len(rows) for rows in batches)
+    assert len(chunks) == min(count, max(workers, -(-total // CHUNK_TOKENS)))  # a chunk per worker at least
+    if len(chunks) > 1:  # balanced: no chunk is off its share by more than its longest row
+        share = total / len(chunks)
+        assert all(abs(t - share) <= max(lengths) for t in tokens), (tokens, share)
 
 
-def test_chunk_batches_by_example():
-    assert chunk_batches([], 2) == []
-    assert chunk_batches([10], 4) == [(0, 1)]
-    assert chunk_batches([10, 10, 10, 10], 2) == [(0, 2), (2, 4)]
-    assert chunk_batches([5, 7, 9, 11, 13], 2) == [(0, 3), (3, 5)]  # 21 | 24 tokens
-    assert chunk_batches([300, 300, 300, 300], 1) == [(0, 1), (1, 3), (3, 4)]  # 1,200 tokens: 3 chunks of 512
-    assert chunk_batches([1000, 10, 10, 10], 2) == [(0, 1), (1, 2), (2, 4)]
+def test_chunk_rows_by_example():
+    def cut(sizes, lengths, workers):
+        batches = np.split(np.arange(sum(sizes)), np.cumsum(sizes)[:-1])
+        return [[piece.tolist() for piece in chunk] for chunk in chunk_rows(batches, lengths, workers)]
+
+    assert cut([0], [5], 2) == []
+    assert cut([1], [10], 4) == [[[0]]]
+    assert cut([10], [5], 2) == [[[0, 1, 2, 3, 4]], [[5, 6, 7, 8, 9]]]  # one batch split in two
+    # 30 + 10 tokens: the cut at 20 falls after the second row of the first batch
+    assert cut([3, 2], [10, 5], 2) == [[[0, 1]], [[2], [3, 4]]]
+    # 14 + 45 + 12 + 56 = 127 tokens: 63 | 64, the third batch cut after its first row
+    assert cut([2, 9, 3, 14], [7, 5, 4, 4], 2) == [
+        [[0, 1], list(range(2, 11)), [11]],
+        [[12, 13], list(range(14, 28))],
+    ]
+    one_token = cut([300, 300, 300, 300], [1, 1, 1, 1], 1)  # 1,200 tokens: 3 chunks of 400 (CHUNK_TOKENS 512)
+    assert [[(piece[0], piece[-1]) for piece in chunk] for chunk in one_token] == [
+        [(0, 299), (300, 399)],
+        [(400, 599), (600, 799)],
+        [(800, 899), (900, 1199)],
+    ]
+
+
+def test_a_batch_split_between_chunks_keeps_the_whole_graphs_bits(prepared, sas_texts):
+    encoder, _ = prepared
+    encodings = encoder._tokenizer.encode(list(sas_texts[:400]))
+    width = len(encodings[0].ids)
+    same = [e for e in encodings if len(e.ids) == width][:21]  # one exact-length batch of 21 rows ...
+    texts = same + [e for e in encodings if len(e.ids) != width][:3]  # ... and 3 texts of other lengths
+    batches = length_sorted_batches(texts, 32)
+    chunks = chunk_rows(batches, [len(texts[rows[0]].ids) for rows in batches], workers=2)
+    assert sum(len(chunk) for chunk in chunks) == len(batches) + 1  # the long batch was cut in two
+    passes = encoder.packed_passes
+    packed = encoder._run_pass(texts, 32)
+    assert encoder.packed_passes == passes + 1
+    for i, encoding in enumerate(texts):
+        batch = encoder._tokenizer.pad_batch([encoding])
+        whole = encoder._session.run(batch.input_ids, batch.attention_mask, batch.token_type_ids)
+        assert np.array_equal(packed[i], encoder._pooled(whole, batch.attention_mask)[0]), i
 
 
 @pytest.mark.parametrize("seconds", [k / 10 for k in range(12)])  # exit at each stage of the cut

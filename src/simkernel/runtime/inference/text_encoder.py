@@ -3,6 +3,7 @@ sentence-transformers."""
 
 from __future__ import annotations
 
+import itertools
 import os
 import threading
 import time
@@ -25,7 +26,7 @@ from simkernel.runtime.inference.packed_passes import (
     PROBE_TEXTS,
     EncoderStages,
     StagesUnavailable,
-    chunk_batches,
+    chunk_rows,
 )
 from simkernel.runtime.inference.pooling import l2_normalize, pool
 from simkernel.runtime.inference.session import TOKEN_EMBEDDING_OUTPUTS, OnnxEncoderSession
@@ -433,15 +434,19 @@ class BundleTextEncoder:
         batches = length_sorted_batches(encodings, batch_size)
         stages = self._stages
         if stages is not None and len(batches) > 1:
-            padded = [self._tokenizer.pad_batch([encodings[i] for i in rows]) for rows in batches]
-            spans = chunk_batches([batch.input_ids.size for batch in padded], self._session.workers)
-            chunks = self._session.map_parallel(
-                lambda span: stages.run_chunk(padded[span[0] : span[1]]), spans
-            )
-            tokens_of = [tokens for chunk in chunks for tokens in chunk]
+            lengths = [len(encodings[rows[0]].ids) for rows in batches]
+            chunks = chunk_rows(batches, lengths, self._session.workers)
+            padded = [
+                [self._tokenizer.pad_batch([encodings[i] for i in rows]) for rows in chunk]
+                for chunk in chunks
+            ]
+            tokens_of = [
+                tokens for chunk in self._session.map_parallel(stages.run_chunk, padded) for tokens in chunk
+            ]
+            batches = [rows for chunk in chunks for rows in chunk]  # pieces of the batches, in chunk order
             pooled = [
                 self._pooled(tokens, batch.attention_mask)
-                for tokens, batch in zip(tokens_of, padded, strict=True)
+                for tokens, batch in zip(tokens_of, itertools.chain.from_iterable(padded), strict=True)
             ]
             with self._runtime_lock:
                 self.packed_passes += 1
