@@ -4,6 +4,8 @@
     python benchmarks/studies/shared_passes.py --ratios        # 16 threads / 64 tasks vs one call, by gather window
     python benchmarks/studies/shared_passes.py --stages        # the graph cut at its layers: same bits? faster?
     python benchmarks/studies/shared_passes.py --packed        # packed passes against the whole graph, by pass size
+    python benchmarks/studies/shared_passes.py --balance       # a pass's two chunks: cut between batches or rows
+    python benchmarks/studies/shared_passes.py --cycle         # 16 threads: where a pass cycle's time goes
 
 Concurrent single-pair callers share passes (simkernel.runtime.inference.batcher); a pass is split into
 batches of ONE token length so that a text's bits never depend on its pass-mates. With 16 callers a pass
@@ -22,6 +24,8 @@ against whole-graph runs, both on two single-threaded workers as the batcher run
 from __future__ import annotations
 
 import argparse
+import itertools
+import os
 import statistics
 import sys
 import tempfile
@@ -312,12 +316,185 @@ def packed(passes: int) -> None:
         print(f"| {size} | {alone:.0f} | {both:.0f} |")
 
 
+def _chunks_of_whole_batches(batches, lengths, workers: int) -> list[list[np.ndarray]]:
+    """How packed passes cut a pass before: whole batches per chunk, each cut at the batch boundary nearest
+    to its share of the tokens (one chunk per worker; the study's passes are far below CHUNK_TOKENS)."""
+    tokens = [len(rows) * length for rows, length in zip(batches, lengths, strict=True)]
+    wanted = min(len(tokens), workers)
+    ends = np.cumsum(tokens)
+    cuts = [0]
+    for j in range(1, wanted):
+        target = ends[-1] * j / wanted
+        cut = int(np.searchsorted(ends, target))
+        if cut < len(tokens) and ends[cut] - target < target - (ends[cut - 1] if cut else 0):
+            cut += 1
+        cuts.append(min(max(cut, cuts[-1] + 1), len(tokens) - (wanted - j)))
+    cuts.append(len(tokens))
+    return [list(batches[a:b]) for a, b in itertools.pairwise(cuts) if b > a]
+
+
+def balance(passes: int) -> None:
+    """Passes of 28 texts (what 16 single-pair callers share) as two packed chunks on two threads, cut at
+    batch boundaries (before) or to the row (:func:`chunk_rows`), interleaved: how much longer the pass
+    waits for its longer chunk than the chunks' mean, and the pass's us per token (wall)."""
+    from simkernel.runtime.inference.packed_passes import chunk_rows
+    from simkernel.runtime.inference.tokenizer import length_sorted_batches
+
+    encoder = _encoder()
+    assert encoder.prepare_packed_passes(), encoder.packed_status
+    stages_ready, tokenizer = encoder._stages, encoder._tokenizer
+    all_texts = distinct_texts()
+    rng = np.random.default_rng(0)
+    cutters = {"whole batches": _chunks_of_whole_batches, "to the row": chunk_rows}
+    print("| texts | chunks cut | longest chunk / mean chunk (median) | pass us per token (median) |")
+    print("|---|---|---:|---:|")
+    for label, texts in (
+        ("SAS texts 4,000-4,800 (short)", all_texts[4000:4800]),
+        ("random SAS texts", [all_texts[i] for i in rng.permutation(len(all_texts))[:800]]),
+    ):
+        found: dict[str, list[tuple[float, float]]] = {name: [] for name in cutters}
+        for repeat in range(passes):
+            for start in range(0, 28 * (len(texts) // 28), 28):
+                encodings = tokenizer.encode(texts[start : start + 28])
+                batches = length_sorted_batches(encodings, 32)
+                lengths = [len(encodings[rows[0]].ids) for rows in batches]
+                tokens = sum(len(e.ids) for e in encodings)
+                for name in cutters if repeat % 2 == 0 else list(cutters)[::-1]:
+                    chunks = [
+                        [tokenizer.pad_batch([encodings[i] for i in rows]) for rows in chunk]
+                        for chunk in cutters[name](batches, lengths, 2)
+                    ]
+                    seconds = [0.0] * len(chunks)
+
+                    def run(k: int, chunks=chunks, seconds=seconds) -> None:
+                        began = time.perf_counter()
+                        stages_ready.run_chunk(chunks[k])
+                        seconds[k] = time.perf_counter() - began
+
+                    threads = [threading.Thread(target=run, args=(k,)) for k in range(len(chunks))]
+                    began = time.perf_counter()
+                    for t in threads:
+                        t.start()
+                    for t in threads:
+                        t.join()
+                    wall = time.perf_counter() - began
+                    found[name].append((max(seconds) / statistics.mean(seconds), wall / tokens * 1e6))
+        for name, values in found.items():
+            waits = statistics.median(v[0] for v in values)
+            speed = statistics.median(v[1] for v in values)
+            print(f"| {label} | {name} | {waits:.2f} | {speed:.0f} |")
+
+
+def cycle(rounds: int) -> None:
+    """16 threads scoring one new pair per call (bench_latency's case) on the shortest SAS answers (pairs
+    2,000-2,400, about 5 tokens a text), instrumented: the pass's time and the time from its end to the
+    next pass (the callers coming back), the CPU seconds of the encoder's workers (the chunks) against one
+    call's whole process, each caller's CPU from its wake-up to its next call (thread CPU time), and how
+    much 200 us more of GIL-held Python per call costs (is that Python on the critical path?)."""
+    import resource
+
+    from bench_latency import forget, one_call, threaded
+    from simkernel.components.evaluators import SASEvaluator
+    from simkernel.runtime.inference.batch_call import QueuedCall
+
+    texts = distinct_texts()
+    pairs = [(texts[2 * i], texts[2 * i + 1]) for i in range(2000, 2400)]
+    evaluator = SASEvaluator(model=MODEL_ID)
+    evaluator.warm_up()
+    encoder = evaluator._similarity_model
+    assert encoder.prepare_packed_passes(), encoder.packed_status
+    pass_batcher = encoder._batcher
+    run_pass, enqueue, result, run = (
+        pass_batcher._run_pass,
+        pass_batcher._enqueue,
+        QueuedCall.result,
+        evaluator.run,
+    )
+    spans: list[tuple[float, float]] = []
+    woke: dict[int, float] = {}
+    caller_cpu: list[float] = []
+
+    def timed_pass(encodings, batch_size):
+        began = time.perf_counter()
+        try:
+            return run_pass(encodings, batch_size)
+        finally:
+            spans.append((began, time.perf_counter()))
+
+    def timed_enqueue(call):
+        began = woke.pop(threading.get_ident(), None)
+        if began is not None:
+            caller_cpu.append(time.thread_time() - began)
+        return enqueue(call)
+
+    def timed_result(call):
+        woke[threading.get_ident()] = time.thread_time()
+        return result(call)
+
+    def process_cpu() -> float:
+        usage = resource.getrusage(resource.RUSAGE_SELF)
+        return usage.ru_utime + usage.ru_stime
+
+    def workers_cpu() -> float:
+        ids = {str(t.native_id) for t in threading.enumerate() if t.name.startswith("simkernel-batch")}
+        total = 0.0
+        for tid in ids:
+            fields = Path(f"/proc/self/task/{tid}/stat").read_text().rsplit(")", 1)[1].split()
+            total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        return total
+
+    def spin(microseconds: float) -> None:
+        end = time.perf_counter() + microseconds / 1e6
+        while time.perf_counter() < end:
+            pass
+
+    pass_batcher._run_pass, pass_batcher._enqueue, QueuedCall.result = timed_pass, timed_enqueue, timed_result
+    found: dict[str, list[float]] = {}
+    try:
+        for _ in range(rounds):
+            forget(evaluator)
+            cpu = process_cpu()
+            found.setdefault("one call, pairs/s", []).append(one_call(evaluator, pairs))
+            found.setdefault("one call, process CPU s", []).append(process_cpu() - cpu)
+            forget(evaluator)
+            spans.clear()
+            caller_cpu.clear()
+            cpu, passes, pass_texts = workers_cpu(), pass_batcher.passes, pass_batcher.pass_texts
+            found.setdefault("16 threads, pairs/s", []).append(threaded(evaluator, pairs, 16)[0])
+            found.setdefault("16 threads, workers' CPU s", []).append(workers_cpu() - cpu)
+            found.setdefault("texts a pass", []).append(
+                (pass_batcher.pass_texts - pass_texts) / max(1, pass_batcher.passes - passes)
+            )
+            found.setdefault("pass ms", []).append(statistics.median(b - a for a, b in spans) * 1e3)
+            found.setdefault("end of a pass to the next ms", []).append(
+                statistics.median(c - b for (_, b), (c, _) in itertools.pairwise(spans)) * 1e3
+            )
+            found.setdefault("a caller's CPU from wake-up to its next call us", []).append(
+                statistics.median(caller_cpu) * 1e6
+            )
+            forget(evaluator)
+            evaluator.run = lambda *a, **k: (spin(200), run(*a, **k))[1]
+            found.setdefault("16 threads, 200 us more Python a call, pairs/s", []).append(
+                threaded(evaluator, pairs, 16)[0]
+            )
+            evaluator.run = run
+    finally:
+        pass_batcher._run_pass, pass_batcher._enqueue, QueuedCall.result = run_pass, enqueue, result
+        evaluator.run = run
+    print("| measure | median | rounds |")
+    print("|---|---:|---|")
+    for name, values in found.items():
+        print(f"| {name} | {statistics.median(values):.2f} | {' '.join(f'{v:.2f}' for v in values)} |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--run-cost", action="store_true")
     parser.add_argument("--ratios", action="store_true")
     parser.add_argument("--stages", action="store_true")
     parser.add_argument("--packed", action="store_true")
+    parser.add_argument("--balance", action="store_true")
+    parser.add_argument("--cycle", action="store_true")
     parser.add_argument("--pairs", type=int, default=400)
     parser.add_argument("--rounds", type=int, default=4)
     parser.add_argument(
@@ -325,8 +502,8 @@ def main() -> None:
     )
     parser.add_argument("--passes", type=int, default=6)
     args = parser.parse_args()
-    if not (args.run_cost or args.ratios or args.stages or args.packed):
-        parser.error("choose at least one of --run-cost, --ratios, --stages, --packed")
+    if not (args.run_cost or args.ratios or args.stages or args.packed or args.balance or args.cycle):
+        parser.error("choose at least one of --run-cost, --ratios, --stages, --packed, --balance, --cycle")
     if args.run_cost:
         run_cost()
     if args.ratios:
@@ -335,6 +512,10 @@ def main() -> None:
         stages(args.passes)
     if args.packed:
         packed(args.passes)
+    if args.balance:
+        balance(args.passes)
+    if args.cycle:
+        cycle(args.rounds)
 
 
 if __name__ == "__main__":
