@@ -318,9 +318,11 @@ def packed(passes: int) -> None:
 
 def _chunks_of_whole_batches(batches, lengths, workers: int) -> list[list[np.ndarray]]:
     """How packed passes cut a pass before: whole batches per chunk, each cut at the batch boundary nearest
-    to its share of the tokens (one chunk per worker; the study's passes are far below CHUNK_TOKENS)."""
+    to its share of the tokens; one chunk per worker, or as many as keep a chunk near CHUNK_TOKENS."""
+    from simkernel.runtime.inference.packed_passes import CHUNK_TOKENS
+
     tokens = [len(rows) * length for rows, length in zip(batches, lengths, strict=True)]
-    wanted = min(len(tokens), workers)
+    wanted = min(len(tokens), max(workers, -(-sum(tokens) // CHUNK_TOKENS)))
     ends = np.cumsum(tokens)
     cuts = [0]
     for j in range(1, wanted):
@@ -336,7 +338,8 @@ def _chunks_of_whole_batches(batches, lengths, workers: int) -> list[list[np.nda
 def balance(passes: int) -> None:
     """Passes of 28 texts (what 16 single-pair callers share) as two packed chunks on two threads, cut at
     batch boundaries (before) or to the row (:func:`chunk_rows`), interleaved: how much longer the pass
-    waits for its longer chunk than the chunks' mean, and the pass's us per token (wall)."""
+    waits for its longer chunk than the chunks' mean, and the pass's us per token (wall); then the latency
+    benchmark's one call and 16 threads with each cut (:func:`_balance_in_the_latency_cases`)."""
     from simkernel.runtime.inference.packed_passes import chunk_rows
     from simkernel.runtime.inference.tokenizer import length_sorted_batches
 
@@ -383,6 +386,43 @@ def balance(passes: int) -> None:
             waits = statistics.median(v[0] for v in values)
             speed = statistics.median(v[1] for v in values)
             print(f"| {label} | {name} | {waits:.2f} | {speed:.0f} |")
+    print()
+    _balance_in_the_latency_cases(cutters, passes)
+
+
+def _balance_in_the_latency_cases(cutters: dict, rounds: int) -> None:
+    """The latency benchmark's one call and 16 threads (one new pair a call) with each way of cutting the
+    chunks, on one evaluator, interleaved round by round, on three stretches of pairs (the SAS texts' lengths
+    differ by stretch): pairs/s, medians over rounds."""
+    import simkernel.runtime.inference.text_encoder as text_encoder
+    from bench_latency import forget, one_call, threaded
+    from simkernel.components.evaluators import SASEvaluator
+
+    texts = distinct_texts()
+    evaluator = SASEvaluator(model=MODEL_ID)
+    evaluator.warm_up()
+    assert evaluator._similarity_model.prepare_packed_passes()
+    product = text_encoder.chunk_rows
+    print("| pairs | chunks cut | one call, pairs/s | 16 threads, pairs/s | share |")
+    print("|---|---|---:|---:|---:|")
+    try:
+        for first in (2000, 0, 1000):  # the shortest SAS answers, then two stretches of longer ones
+            pairs = [(texts[2 * i], texts[2 * i + 1]) for i in range(first, first + 400)]
+            found: dict[str, list[tuple[float, float]]] = {name: [] for name in cutters}
+            for round_ in range(rounds):
+                for name in cutters if round_ % 2 == 0 else list(cutters)[::-1]:
+                    text_encoder.chunk_rows = cutters[name]
+                    forget(evaluator)
+                    one = one_call(evaluator, pairs)
+                    forget(evaluator)
+                    found[name].append((one, threaded(evaluator, pairs, 16)[0]))
+            for name, values in found.items():
+                one = statistics.median(v[0] for v in values)
+                threads = statistics.median(v[1] for v in values)
+                share = statistics.median(v[1] / v[0] for v in values)
+                print(f"| {first}-{first + 400} | {name} | {one:.0f} | {threads:.0f} | {share:.2f} |")
+    finally:
+        text_encoder.chunk_rows = product
 
 
 def cycle(rounds: int) -> None:

@@ -157,7 +157,8 @@ def test_chunks_cover_the_rows_in_order_balanced_to_the_row(a_pass):
     assert all(chunk for chunk in chunks)
     tokens = [sum(length_of[int(r)] for piece in chunk for r in piece) for chunk in chunks]
     total, count = sum(tokens), sum(len(rows) for rows in batches)
-    assert len(chunks) == min(count, max(workers, -(-total // CHUNK_TOKENS)))  # a chunk per worker at least
+    by_size = max(workers, -(-total // CHUNK_TOKENS))  # a chunk per worker at least, near CHUNK_TOKENS each
+    assert len(chunks) == min(count, -(-by_size // workers) * workers)  # as many for every worker
     if len(chunks) > 1:  # balanced: no chunk is off its share by more than its longest row
         share = total / len(chunks)
         assert all(abs(t - share) <= max(lengths) for t in tokens), (tokens, share)
@@ -184,6 +185,8 @@ def test_chunk_rows_by_example():
         [(400, 599), (600, 799)],
         [(800, 899), (900, 1199)],
     ]
+    two_workers = cut([300, 300, 300, 300], [1, 1, 1, 1], 2)  # 3 chunks by size: 4, so 2 for each worker
+    assert [sum(len(piece) for piece in chunk) for chunk in two_workers] == [300, 300, 300, 300]
 
 
 def test_a_batch_split_between_chunks_keeps_the_whole_graphs_bits(prepared, sas_texts):

@@ -325,7 +325,9 @@ def chunk_rows(
 ) -> list[list[np.ndarray]]:
     """Cut a pass's exact-length batches (``batches``: arrays of row indices, in pass order; ``lengths``:
     each batch's token length) into chunks balanced by tokens to the row: one chunk per worker, or as many
-    as it takes to keep a chunk near ``chunk_tokens`` (never more chunks than rows). Each cut is the row
+    as it takes to keep a chunk near ``chunk_tokens``, rounded up to a multiple of ``workers`` (so that
+    the workers get the same share: 3 equal chunks on 2 workers keep one of them busy for 2 while the other
+    waits), never more chunks than rows. Each cut is the row
     boundary nearest to its share of the tokens; a batch that straddles a cut is split between its two
     chunks (both pieces still hold one token length, so no row's bits change). A chunk is a list of
     pieces of batches, each an array of row indices of one length, in pass order.
@@ -338,7 +340,7 @@ def chunk_rows(
     row_tokens = np.repeat(np.asarray(lengths, dtype=np.int64), sizes)
     ends = np.cumsum(row_tokens)  # the pass's tokens up to and including each row
     total, count = int(ends[-1]), len(row_tokens)
-    wanted = min(count, max(workers, -(-total // chunk_tokens)))
+    wanted = min(count, -(-max(workers, -(-total // chunk_tokens)) // workers) * workers)
     cuts = [0]  # rows before each cut
     for j in range(1, wanted):
         target = total * j / wanted
