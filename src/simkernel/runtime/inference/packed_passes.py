@@ -324,16 +324,17 @@ def chunk_rows(
     batches: Sequence[np.ndarray], lengths: Sequence[int], workers: int, chunk_tokens: int = CHUNK_TOKENS
 ) -> list[list[np.ndarray]]:
     """Cut a pass's exact-length batches (``batches``: arrays of row indices, in pass order; ``lengths``:
-    each batch's token length) into chunks balanced by tokens to the row: one chunk per worker, or as many
-    as it takes to keep a chunk near ``chunk_tokens``, rounded up to a multiple of ``workers`` (so that
-    the workers get the same share: 3 equal chunks on 2 workers keep one of them busy for 2 while the other
-    waits), never more chunks than rows. Each cut is the row
-    boundary nearest to its share of the tokens; a batch that straddles a cut is split between its two
-    chunks (both pieces still hold one token length, so no row's bits change). A chunk is a list of
-    pieces of batches, each an array of row indices of one length, in pass order.
+    each batch's token length) into chunks balanced by tokens to the row.
 
-    Cutting between batches only left chunks of a 28-text pass of short texts up to 2x apart (42 against
-    89 tokens): the pass waits for its longest chunk."""
+    - How many: one per worker, or as many as keep a chunk near ``chunk_tokens``, rounded up to a multiple
+      of ``workers`` (3 equal chunks on 2 workers keep one worker busy for two while the other waits); never
+      more chunks than rows.
+    - Where: each cut is the row boundary nearest to its share of the tokens. A batch that straddles a cut
+      is split between its two chunks; both pieces still hold one token length, so no row's bits change.
+      (Cutting between whole batches only left the chunks of a 28-text pass of short texts up to 2x apart,
+      42 against 89 tokens, and the pass waits for its longest chunk.)
+
+    A chunk is a list of pieces of batches, each an array of row indices of one length, in pass order."""
     sizes = [len(rows) for rows in batches]
     if not sum(sizes):
         return []
