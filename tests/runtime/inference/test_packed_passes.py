@@ -189,14 +189,15 @@ def test_chunk_rows_by_example():
     assert [sum(len(piece) for piece in chunk) for chunk in two_workers] == [300, 300, 300, 300]
 
 
-def test_a_batch_split_between_chunks_keeps_the_whole_graphs_bits(prepared, sas_texts):
+def test_a_batch_split_between_chunks_keeps_the_whole_graphs_bits(prepared, sas_texts, monkeypatch):
     encoder, _ = prepared
+    monkeypatch.setattr(encoder._session, "workers", 2)  # the pass below is cut as the test expects, any CPU
     encodings = encoder._tokenizer.encode(list(sas_texts[:400]))
     width = len(encodings[0].ids)
     same = [e for e in encodings if len(e.ids) == width][:21]  # one exact-length batch of 21 rows ...
     texts = same + [e for e in encodings if len(e.ids) != width][:3]  # ... and 3 texts of other lengths
     batches = length_sorted_batches(texts, 32)
-    chunks = chunk_rows(batches, [len(texts[rows[0]].ids) for rows in batches], workers=2)
+    chunks = chunk_rows(batches, [len(texts[rows[0]].ids) for rows in batches], encoder._session.workers)
     assert sum(len(chunk) for chunk in chunks) == len(batches) + 1  # the long batch was cut in two
     passes = encoder.packed_passes
     packed = encoder._run_pass(texts, 32)
