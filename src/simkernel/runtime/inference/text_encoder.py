@@ -349,17 +349,21 @@ class BundleTextEncoder:
     def _assemble(self, plan: _EncodePlan, fresh: np.ndarray | None, normalize: bool) -> np.ndarray:
         """The call's rows from the cached vectors and the ``fresh`` ones (which are cached here)."""
         unique, cached, missing = plan.unique, plan.cached, plan.missing
-        width = fresh.shape[1] if fresh is not None else next(v for v in cached if v is not None).shape[0]
-        vectors = np.empty((len(unique), width), dtype=np.float32)
-        for i, vector in enumerate(cached):
-            if vector is not None:
-                vectors[i] = vector
+        if fresh is not None and len(missing) == len(unique):
+            vectors = fresh  # nothing came from a cache: the rows are in the order of the distinct texts
+        else:
+            width = fresh.shape[1] if fresh is not None else next(v for v in cached if v is not None).shape[0]
+            vectors = np.empty((len(unique), width), dtype=np.float32)
+            for i, vector in enumerate(cached):
+                if vector is not None:
+                    vectors[i] = vector
+            if fresh is not None:
+                vectors[missing] = fresh
         if fresh is not None:
-            vectors[missing] = fresh
             self._cache.put_many(plan.missing_texts, fresh)
             if self.disk_cache is not None:
                 self.disk_cache.put_many(self._disk_key, plan.missing_texts, fresh)
-        out = vectors[plan.inverse]
+        out = vectors if len(unique) == len(plan.inverse) else vectors[plan.inverse]  # no text twice: as is
         return l2_normalize(out) if normalize else out
 
     def _cached(self, texts: list[str]) -> list[np.ndarray | None]:
@@ -436,18 +440,18 @@ class BundleTextEncoder:
         if stages is not None and len(batches) > 1:
             lengths = [len(encodings[rows[0]].ids) for rows in batches]
             chunks = chunk_rows(batches, lengths, self._session.workers)
-            padded = [
-                [self._tokenizer.pad_batch([encodings[i] for i in rows]) for rows in chunk]
-                for chunk in chunks
-            ]
-            tokens_of = [
-                tokens for chunk in self._session.map_parallel(stages.run_chunk, padded) for tokens in chunk
-            ]
+
+            def embed_chunk(chunk: list[np.ndarray]) -> list[np.ndarray]:
+                # in the worker: padding and pooling run beside the other chunks, not in the pass's thread
+                padded = [self._tokenizer.pad_batch([encodings[i] for i in rows]) for rows in chunk]
+                tokens_of = stages.run_chunk(padded)
+                return [
+                    self._pooled(tokens, batch.attention_mask)
+                    for tokens, batch in zip(tokens_of, padded, strict=True)
+                ]
+
+            pooled = list(itertools.chain.from_iterable(self._session.map_parallel(embed_chunk, chunks)))
             batches = [rows for chunk in chunks for rows in chunk]  # pieces of the batches, in chunk order
-            pooled = [
-                self._pooled(tokens, batch.attention_mask)
-                for tokens, batch in zip(tokens_of, itertools.chain.from_iterable(padded), strict=True)
-            ]
             with self._runtime_lock:
                 self.packed_passes += 1
         else:
