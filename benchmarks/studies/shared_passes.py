@@ -6,6 +6,8 @@
     python benchmarks/studies/shared_passes.py --packed        # packed passes against the whole graph, by pass size
     python benchmarks/studies/shared_passes.py --balance       # a pass's two chunks: cut between batches or rows
     python benchmarks/studies/shared_passes.py --cycle         # 16 threads: where a pass cycle's time goes
+    python benchmarks/studies/shared_passes.py --shares        # one call, 16 threads, 64 tasks, by pair length
+    python benchmarks/studies/shared_passes.py --callers       # 16 threads: a caller's CPU, step by step
 
 Concurrent single-pair callers share passes (simkernel.runtime.inference.batcher); a pass is split into
 batches of ONE token length so that a text's bits never depend on its pass-mates. With 16 callers a pass
@@ -527,6 +529,105 @@ def cycle(rounds: int) -> None:
         print(f"| {name} | {statistics.median(values):.2f} | {' '.join(f'{v:.2f}' for v in values)} |")
 
 
+def shares(rounds: int) -> None:
+    """The latency benchmark's one call, 16 threads and 64 tasks (one new pair a call) on three stretches of
+    pairs (the SAS texts' lengths differ by stretch), in one process: one call's pairs/s (timed before and
+    after the two cases, averaged) and each case's share of it, medians over rounds. Run it on two commits
+    one process after the other, several times, to compare them on a machine whose speed drifts."""
+    from bench_latency import forget, one_call, tasks, threaded
+    from simkernel.components.evaluators import SASEvaluator
+
+    texts = distinct_texts()
+    evaluator = SASEvaluator(model=MODEL_ID)
+    evaluator.warm_up()
+    assert evaluator._similarity_model.prepare_packed_passes()
+    print("| pairs | one call, pairs/s | 16 threads / one call | 64 tasks / one call |")
+    print("|---|---:|---:|---:|")
+    for first in (2000, 0, 1000):  # the shortest SAS answers, then two stretches of longer ones
+        pairs = [(texts[2 * i], texts[2 * i + 1]) for i in range(first, first + 400)]
+        forget(evaluator)
+        threaded(evaluator, pairs[:64], 16)  # warm-up
+        found = []
+        for _ in range(rounds):
+            forget(evaluator)
+            before = one_call(evaluator, pairs)
+            forget(evaluator)
+            in_threads = threaded(evaluator, pairs, 16)[0]
+            forget(evaluator)
+            in_tasks = tasks(evaluator, pairs, 64)[0]
+            forget(evaluator)
+            one = (before + one_call(evaluator, pairs)) / 2
+            found.append((one, in_threads / one, in_tasks / one))
+        cells = [statistics.median(v[i] for v in found) for i in range(3)]
+        print(f"| {first}-{first + 400} | {cells[0]:.0f} | {cells[1]:.2f} | {cells[2]:.2f} |", flush=True)
+
+
+def callers(rounds: int) -> None:
+    """16 threads scoring one new pair per call on the shortest SAS answers, each caller's thread CPU and
+    wall time step by step (medians over calls, per round): from ``run()`` to the tokenizer, the
+    tokenizer, to the queue, the wait for the pass, the assembly of the call's rows, the scores."""
+    import collections
+
+    import simkernel.runtime.inference.text_encoder as text_encoder
+    from bench_latency import forget, threaded
+    from simkernel.components.evaluators import SASEvaluator
+    from simkernel.runtime.inference.batch_call import QueuedCall
+
+    texts = distinct_texts()
+    pairs = [(texts[2 * i], texts[2 * i + 1]) for i in range(2000, 2400)]
+    evaluator = SASEvaluator(model=MODEL_ID)
+    evaluator.warm_up()
+    encoder = evaluator._similarity_model
+    assert encoder.prepare_packed_passes(), encoder.packed_status
+    pass_batcher = encoder._batcher
+    marks: dict[int, list[tuple[str, float, float]]] = collections.defaultdict(list)
+
+    def mark(label: str) -> None:
+        marks[threading.get_ident()].append((label, time.thread_time(), time.perf_counter()))
+
+    def marked(function, before: str, after: str | None = None):
+        def wrapper(*args, **kwargs):
+            mark(before)
+            out = function(*args, **kwargs)
+            if after is not None:
+                mark(after)
+            return out
+
+        return wrapper
+
+    originals = (evaluator.run, pass_batcher._tokenize, pass_batcher._enqueue, QueuedCall.result)
+    assemble, encode = text_encoder.BundleTextEncoder._assemble, text_encoder.BundleTextEncoder.encode
+    evaluator.run = marked(evaluator.run, "run()", "run() returns")
+    pass_batcher._tokenize = marked(pass_batcher._tokenize, "tokenizer", "tokenized")
+    pass_batcher._enqueue = marked(pass_batcher._enqueue, "queued")
+    QueuedCall.result = marked(QueuedCall.result, "woken")
+    text_encoder.BundleTextEncoder._assemble = marked(assemble, "assembly", "assembled")
+    text_encoder.BundleTextEncoder.encode = marked(encode, "encode()", "encode() returns")
+    try:
+        for round_ in range(rounds):
+            marks.clear()
+            forget(evaluator)
+            rate = threaded(evaluator, pairs, 16)[0]
+            cpu: dict[str, list[float]] = collections.defaultdict(list)
+            wall: dict[str, list[float]] = collections.defaultdict(list)
+            for steps in marks.values():
+                for (a, cpu_a, wall_a), (b, cpu_b, wall_b) in itertools.pairwise(steps):
+                    cpu[f"{a} -> {b}"].append(cpu_b - cpu_a)
+                    wall[f"{a} -> {b}"].append(wall_b - wall_a)
+            print(f"round {round_}: 16 threads {rate:.0f} pairs/s")
+            print("| step | calls | CPU us | wall us |")
+            print("|---|---:|---:|---:|")
+            for step, values in cpu.items():
+                if len(values) >= len(pairs) // 2:
+                    print(
+                        f"| {step} | {len(values)} | {statistics.median(values) * 1e6:.1f} | "
+                        f"{statistics.median(wall[step]) * 1e6:.1f} |"
+                    )
+    finally:
+        evaluator.run, pass_batcher._tokenize, pass_batcher._enqueue, QueuedCall.result = originals
+        text_encoder.BundleTextEncoder._assemble, text_encoder.BundleTextEncoder.encode = assemble, encode
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--run-cost", action="store_true")
@@ -535,6 +636,8 @@ def main() -> None:
     parser.add_argument("--packed", action="store_true")
     parser.add_argument("--balance", action="store_true")
     parser.add_argument("--cycle", action="store_true")
+    parser.add_argument("--shares", action="store_true")
+    parser.add_argument("--callers", action="store_true")
     parser.add_argument("--pairs", type=int, default=400)
     parser.add_argument("--rounds", type=int, default=4)
     parser.add_argument(
@@ -542,8 +645,20 @@ def main() -> None:
     )
     parser.add_argument("--passes", type=int, default=6)
     args = parser.parse_args()
-    if not (args.run_cost or args.ratios or args.stages or args.packed or args.balance or args.cycle):
-        parser.error("choose at least one of --run-cost, --ratios, --stages, --packed, --balance, --cycle")
+    chosen = (
+        args.run_cost,
+        args.ratios,
+        args.stages,
+        args.packed,
+        args.balance,
+        args.cycle,
+        args.shares,
+        args.callers,
+    )
+    if not any(chosen):
+        parser.error(
+            "choose at least one of --run-cost, --ratios, --stages, --packed, --balance, --cycle, --shares, --callers"
+        )
     if args.run_cost:
         run_cost()
     if args.ratios:
@@ -556,6 +671,10 @@ def main() -> None:
         balance(args.passes)
     if args.cycle:
         cycle(args.rounds)
+    if args.shares:
+        shares(args.rounds)
+    if args.callers:
+        callers(args.rounds)
 
 
 if __name__ == "__main__":
