@@ -427,6 +427,19 @@ def _balance_in_the_latency_cases(cutters: dict, rounds: int) -> None:
         text_encoder.chunk_rows = product
 
 
+def _short_pairs_and_evaluator():
+    """The shortest SAS answers as pairs (pairs 2,000-2,400, about 5 tokens a text) and a warmed-up shared
+    evaluator whose packed passes are ready."""
+    from simkernel.components.evaluators import SASEvaluator
+
+    texts = distinct_texts()
+    pairs = [(texts[2 * i], texts[2 * i + 1]) for i in range(2000, 2400)]
+    evaluator = SASEvaluator(model=MODEL_ID)
+    evaluator.warm_up()
+    assert evaluator._similarity_model.prepare_packed_passes(), evaluator._similarity_model.packed_status
+    return pairs, evaluator
+
+
 def cycle(rounds: int) -> None:
     """16 threads scoring one new pair per call (bench_latency's case) on the shortest SAS answers (pairs
     2,000-2,400, about 5 tokens a text), instrumented: the pass's time and the time from its end to the
@@ -436,15 +449,10 @@ def cycle(rounds: int) -> None:
     import resource
 
     from bench_latency import forget, one_call, threaded
-    from simkernel.components.evaluators import SASEvaluator
     from simkernel.runtime.inference.batch_call import QueuedCall
 
-    texts = distinct_texts()
-    pairs = [(texts[2 * i], texts[2 * i + 1]) for i in range(2000, 2400)]
-    evaluator = SASEvaluator(model=MODEL_ID)
-    evaluator.warm_up()
+    pairs, evaluator = _short_pairs_and_evaluator()
     encoder = evaluator._similarity_model
-    assert encoder.prepare_packed_passes(), encoder.packed_status
     pass_batcher = encoder._batcher
     run_pass, enqueue, result, run = (
         pass_batcher._run_pass,
@@ -570,15 +578,10 @@ def callers(rounds: int) -> None:
 
     import simkernel.runtime.inference.text_encoder as text_encoder
     from bench_latency import forget, threaded
-    from simkernel.components.evaluators import SASEvaluator
     from simkernel.runtime.inference.batch_call import QueuedCall
 
-    texts = distinct_texts()
-    pairs = [(texts[2 * i], texts[2 * i + 1]) for i in range(2000, 2400)]
-    evaluator = SASEvaluator(model=MODEL_ID)
-    evaluator.warm_up()
+    pairs, evaluator = _short_pairs_and_evaluator()
     encoder = evaluator._similarity_model
-    assert encoder.prepare_packed_passes(), encoder.packed_status
     pass_batcher = encoder._batcher
     marks: dict[int, list[tuple[str, float, float]]] = collections.defaultdict(list)
 
