@@ -289,6 +289,14 @@ MUTANTS = (
         "a pass's chunks are cut off their shares of its tokens (the pass waits for its longest chunk)",
     ),
     Mutant(
+        "packed-pooled-with-another-pieces-mask",
+        "src/simkernel/runtime/inference/text_encoder.py",
+        "for tokens, batch in zip(tokens_of, padded, strict=True)",
+        "for tokens, batch in zip(tokens_of, padded[::-1], strict=True)",
+        (PACKED_TESTS,),
+        "a chunk's worker pools each piece of a batch with another piece's attention mask",
+    ),
+    Mutant(
         "batcher-never-prepares-packed-passes",
         "src/simkernel/runtime/inference/batcher.py",
         "on_shared()  # the text encoder gets its packed passes ready (in a thread of its own)",
