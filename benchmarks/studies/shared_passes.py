@@ -398,12 +398,9 @@ def _balance_in_the_latency_cases(cutters: dict, rounds: int) -> None:
     differ by stretch): pairs/s, medians over rounds."""
     import simkernel.runtime.inference.text_encoder as text_encoder
     from bench_latency import forget, one_call, threaded
-    from simkernel.components.evaluators import SASEvaluator
 
     texts = distinct_texts()
-    evaluator = SASEvaluator(model=MODEL_ID)
-    evaluator.warm_up()
-    assert evaluator._similarity_model.prepare_packed_passes()
+    evaluator = _packed_evaluator()
     product = text_encoder.chunk_rows
     print("| pairs | chunks cut | one call, pairs/s | 16 threads, pairs/s | share |")
     print("|---|---|---:|---:|---:|")
@@ -427,17 +424,21 @@ def _balance_in_the_latency_cases(cutters: dict, rounds: int) -> None:
         text_encoder.chunk_rows = product
 
 
-def _short_pairs_and_evaluator():
-    """The shortest SAS answers as pairs (pairs 2,000-2,400, about 5 tokens a text) and a warmed-up shared
-    evaluator whose packed passes are ready."""
+def _packed_evaluator():
+    """A warmed-up SASEvaluator on the default model whose packed passes are ready (as once it is shared)."""
     from simkernel.components.evaluators import SASEvaluator
 
-    texts = distinct_texts()
-    pairs = [(texts[2 * i], texts[2 * i + 1]) for i in range(2000, 2400)]
     evaluator = SASEvaluator(model=MODEL_ID)
     evaluator.warm_up()
     assert evaluator._similarity_model.prepare_packed_passes(), evaluator._similarity_model.packed_status
-    return pairs, evaluator
+    return evaluator
+
+
+def _short_pairs_and_evaluator():
+    """The shortest SAS answers as pairs (pairs 2,000-2,400, about 5 tokens a text) and
+    :func:`_packed_evaluator`."""
+    texts = distinct_texts()
+    return [(texts[2 * i], texts[2 * i + 1]) for i in range(2000, 2400)], _packed_evaluator()
 
 
 def cycle(rounds: int) -> None:
@@ -543,12 +544,9 @@ def shares(rounds: int) -> None:
     after the two cases, averaged) and each case's share of it, medians over rounds. Run it on two commits
     one process after the other, several times, to compare them on a machine whose speed drifts."""
     from bench_latency import forget, one_call, tasks, threaded
-    from simkernel.components.evaluators import SASEvaluator
 
     texts = distinct_texts()
-    evaluator = SASEvaluator(model=MODEL_ID)
-    evaluator.warm_up()
-    assert evaluator._similarity_model.prepare_packed_passes()
+    evaluator = _packed_evaluator()
     print("| pairs | one call, pairs/s | 16 threads / one call | 64 tasks / one call |")
     print("|---|---:|---:|---:|")
     for first in (2000, 0, 1000):  # the shortest SAS answers, then two stretches of longer ones
@@ -631,16 +629,23 @@ def callers(rounds: int) -> None:
         text_encoder.BundleTextEncoder._assemble, text_encoder.BundleTextEncoder.encode = assemble, encode
 
 
+# the studies by option, in the order they run when several are chosen
+STUDIES = {
+    "run-cost": lambda args: run_cost(),
+    "ratios": lambda args: ratios(args.pairs, args.rounds, [float(w) for w in args.windows.split(",")]),
+    "stages": lambda args: stages(args.passes),
+    "packed": lambda args: packed(args.passes),
+    "balance": lambda args: balance(args.passes),
+    "cycle": lambda args: cycle(args.rounds),
+    "shares": lambda args: shares(args.rounds),
+    "callers": lambda args: callers(args.rounds),
+}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--run-cost", action="store_true")
-    parser.add_argument("--ratios", action="store_true")
-    parser.add_argument("--stages", action="store_true")
-    parser.add_argument("--packed", action="store_true")
-    parser.add_argument("--balance", action="store_true")
-    parser.add_argument("--cycle", action="store_true")
-    parser.add_argument("--shares", action="store_true")
-    parser.add_argument("--callers", action="store_true")
+    for name in STUDIES:
+        parser.add_argument(f"--{name}", action="store_true")
     parser.add_argument("--pairs", type=int, default=400)
     parser.add_argument("--rounds", type=int, default=4)
     parser.add_argument(
@@ -648,36 +653,11 @@ def main() -> None:
     )
     parser.add_argument("--passes", type=int, default=6)
     args = parser.parse_args()
-    chosen = (
-        args.run_cost,
-        args.ratios,
-        args.stages,
-        args.packed,
-        args.balance,
-        args.cycle,
-        args.shares,
-        args.callers,
-    )
-    if not any(chosen):
-        parser.error(
-            "choose at least one of --run-cost, --ratios, --stages, --packed, --balance, --cycle, --shares, --callers"
-        )
-    if args.run_cost:
-        run_cost()
-    if args.ratios:
-        ratios(args.pairs, args.rounds, [float(w) for w in args.windows.split(",")])
-    if args.stages:
-        stages(args.passes)
-    if args.packed:
-        packed(args.passes)
-    if args.balance:
-        balance(args.passes)
-    if args.cycle:
-        cycle(args.rounds)
-    if args.shares:
-        shares(args.rounds)
-    if args.callers:
-        callers(args.rounds)
+    chosen = [name for name in STUDIES if getattr(args, name.replace("-", "_"))]
+    if not chosen:
+        parser.error("choose at least one of " + ", ".join(f"--{name}" for name in STUDIES))
+    for name in chosen:
+        STUDIES[name](args)
 
 
 if __name__ == "__main__":
