@@ -58,6 +58,9 @@ def test_fixture_scores_one_pair_at_a_time(evaluator, haystack_fixture):
         result = evaluator.run(ground_truth_answers=[t["ground_truth"]], predicted_answers=[t["predicted"]])
         assert result["individual_scores"][0] == pytest.approx(t["individual_score_single_call"], abs=ATOL), t
         assert result["score"] == pytest.approx(t["individual_score_single_call"], abs=ATOL)
+        # the mean of one score skips np.mean: the same type and bits as Haystack's np.mean
+        assert type(result["score"]) is np.float64
+        assert result["score"] == np.mean(result["individual_scores"])
 
 
 def test_non_english_pairs_are_covered_by_the_fixture(haystack_fixture):

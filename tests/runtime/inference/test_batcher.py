@@ -133,6 +133,25 @@ def test_concurrent_calls_share_one_pass_with_the_bits_of_a_lone_call(fresh, alo
         assert np.array_equal(results[i], alone(call)), i
 
 
+def test_a_shared_pass_caches_its_rows_for_every_caller(default_bundle, alone, sas_texts):
+    """The thread that runs a shared pass puts its rows into the memory cache once (not each caller):
+    every distinct text of the pass is cached with its lone-call bits, and asking again runs no pass."""
+    encoder = TextEncoder(default_bundle, cache_size=100, batching=True)
+    recorder = PassRecorder(encoder, gate=True)
+    calls = [[sas_texts[2 * i], sas_texts[2 * i + 1]] for i in range(8)]
+    calls[2] = [SPECIAL_TEXTS[4], SPECIAL_TEXTS[7]]  # Russian, Chinese
+    calls[5] = [calls[6][0], "a"]  # a text two calls share
+    results, errors = calls_in_one_pass(encoder, recorder, calls)
+    assert not errors and len(recorder.passes) == 2
+    distinct = list(dict.fromkeys(t for call in calls for t in call))
+    cached = encoder.cache.get_many(distinct)
+    assert all(v is not None for v in cached), [t for t, v in zip(distinct, cached, strict=True) if v is None]
+    assert np.array_equal(np.stack(cached), alone(distinct))
+    again = encoder.encode(distinct, normalize=False)
+    assert len(recorder.passes) == 2  # all from the cache
+    assert np.array_equal(again, alone(distinct))
+
+
 def test_the_first_shared_pass_gets_packed_passes_ready_with_the_same_bits(fresh, alone, sas_texts):
     encoder = fresh()
     texts = sas_texts[1000:1040]

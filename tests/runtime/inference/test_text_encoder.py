@@ -116,8 +116,10 @@ def test_a_texts_embedding_does_not_depend_on_its_call_bit_for_bit(default_bundl
             assert np.array_equal(together, alone[order]), (threads, batch_size)
 
 
-def test_cache_serves_repeats_across_calls(default_bundle):
-    enc = TextEncoder(default_bundle, cache_size=3, threads=2)
+@pytest.mark.parametrize("batching", [True, False])
+def test_cache_serves_repeats_across_calls(default_bundle, batching):
+    # batching on, the thread that runs the pass caches its rows; off, the call does
+    enc = TextEncoder(default_bundle, cache_size=3, threads=2, batching=batching)
     first = enc.encode(["a", "b", "c"])
     assert len(enc.cache) == 3 and enc.cache.hits == 0
     again = enc.encode(["c", "b", "d"])  # c, b from the cache; d evicts the least recently used (a)
@@ -125,7 +127,7 @@ def test_cache_serves_repeats_across_calls(default_bundle):
     np.testing.assert_array_equal(again[:2], first[[2, 1]])
     enc.encode(["a"])
     assert enc.cache.hits == 2  # "a" had been evicted
-    disabled = TextEncoder(default_bundle, cache_size=0, threads=2)
+    disabled = TextEncoder(default_bundle, cache_size=0, threads=2, batching=batching)
     disabled.encode(["a", "a"])
     assert len(disabled.cache) == 0
     with pytest.raises(ValueError, match="cache_size"):

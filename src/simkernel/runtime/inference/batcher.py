@@ -103,10 +103,12 @@ class PassBatcher:
         max_queue: int,
         name: str = "the model",
         on_shared: Callable[[], None] | None = None,
+        on_rows: Callable[[list, np.ndarray], None] | None = None,
     ) -> None:
         self._run_pass = run_pass
         self._tokenize = tokenize
         self._on_shared = on_shared
+        self._on_rows = on_rows
         self.max_batch_tokens = max_batch_tokens
         self.max_queue = max_queue
         self.name = name
@@ -134,8 +136,7 @@ class PassBatcher:
         if self._enqueue(call):
             self._lead(call)
         else:
-            assert call.event is not None
-            call.event.wait()
+            call.wait()
         return call.result()
 
     def submit(
@@ -351,6 +352,8 @@ class PassBatcher:
                     if call not in self._queue and not call.cancelled:
                         self._queue.appendleft(call)
             raise
+        if self._on_rows is not None:
+            self._on_rows(list(slots), out)  # once a pass, not once a call: the callers share the GIL
         with self._lock:
             self.pass_texts += len(encodings)
             self.pass_tokens += tokens
@@ -384,10 +387,7 @@ class PassBatcher:
     @staticmethod
     def _signal(ready: list[QueuedCall]) -> None:
         for call in ready:
-            if call.event is not None:
-                call.event.set()
-            elif call.on_done is not None and not call.cancelled:
-                call.on_done(call)
+            call.wake()
 
 
 async def run_async(batcher: PassBatcher, keys, batch_size: int, encodings=None) -> np.ndarray:
@@ -426,10 +426,12 @@ def make_batcher(
     max_queue: int | None,
     name: object,
     on_shared: Callable[[], None] | None = None,
+    on_rows: Callable[[list, np.ndarray], None] | None = None,
 ) -> PassBatcher | None:
     """The batcher of an encoder's ``run_pass``, or None when batching is off (``batching=False``, or
     None with ``$SIMKERNEL_BATCHING=0``); the settings are checked here, at construction. ``on_shared()``
-    is called once, when a call first queues behind a running pass (it must not block)."""
+    is called once, when a call first queues behind a running pass (it must not block); ``on_rows(keys,
+    rows)`` after each pass with its distinct inputs and their rows (an encoder's memory cache takes them)."""
     tokens, queue = batch_settings(max_batch_tokens, max_queue)
     if batching is None:
         batching = batching_default()
@@ -438,5 +440,11 @@ def make_batcher(
     if not batching:
         return None
     return PassBatcher(
-        run_pass, tokenize, max_batch_tokens=tokens, max_queue=queue, name=str(name), on_shared=on_shared
+        run_pass,
+        tokenize,
+        max_batch_tokens=tokens,
+        max_queue=queue,
+        name=str(name),
+        on_shared=on_shared,
+        on_rows=on_rows,
     )

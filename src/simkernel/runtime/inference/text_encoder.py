@@ -120,6 +120,7 @@ class BundleTextEncoder:
             max_queue,
             name or folder,
             on_shared=self._prepare_packed_passes_in_background,
+            on_rows=self._cache.put_many,  # the pass's thread caches a pass's rows at once, not each caller
         )
         self._stages: EncoderStages | None = None
         self.packed_status = "not prepared"  # see prepare_packed_passes
@@ -183,7 +184,7 @@ class BundleTextEncoder:
     def dim(self) -> int:
         """Dimension of the embeddings."""
         if self._dim is None:
-            self._dim = int(self._embed(["dim probe"], 1).shape[1])
+            self._dim = int(self._run_pass(self._tokenizer.encode(["dim probe"]), 1).shape[1])  # not cached
         return self._dim
 
     @property
@@ -347,7 +348,8 @@ class BundleTextEncoder:
         return _EncodePlan(unique, inverse, cached, missing)
 
     def _assemble(self, plan: _EncodePlan, fresh: np.ndarray | None, normalize: bool) -> np.ndarray:
-        """The call's rows from the cached vectors and the ``fresh`` ones (which are cached here)."""
+        """The call's rows from the cached vectors and the ``fresh`` ones (already in the memory cache: see
+        :meth:`_embed`; the disk cache takes them here)."""
         unique, cached, missing = plan.unique, plan.cached, plan.missing
         if fresh is not None and len(missing) == len(unique):
             vectors = fresh  # nothing came from a cache: the rows are in the order of the distinct texts
@@ -359,10 +361,8 @@ class BundleTextEncoder:
                     vectors[i] = vector
             if fresh is not None:
                 vectors[missing] = fresh
-        if fresh is not None:
-            self._cache.put_many(plan.missing_texts, fresh)
-            if self.disk_cache is not None:
-                self.disk_cache.put_many(self._disk_key, plan.missing_texts, fresh)
+        if fresh is not None and self.disk_cache is not None:  # the memory cache has them (see _embed)
+            self.disk_cache.put_many(self._disk_key, plan.missing_texts, fresh)
         out = vectors if len(unique) == len(plan.inverse) else vectors[plan.inverse]  # no text twice: as is
         return l2_normalize(out) if normalize else out
 
@@ -382,9 +382,12 @@ class BundleTextEncoder:
 
     def _embed(self, texts: list[str], batch_size: int) -> np.ndarray:
         """Run the model on distinct texts: through the batcher (sharing a pass with concurrent calls)
-        when batching is on, else in a pass of their own."""
+        when batching is on, else in a pass of their own. Either way the rows are in the memory cache on
+        return (the batcher's thread caches each pass's rows)."""
         if self._batcher is None:
-            return self._run_pass(self._tokenizer.encode(texts), batch_size)
+            fresh = self._run_pass(self._tokenizer.encode(texts), batch_size)
+            self._cache.put_many(texts, fresh)
+            return fresh
         return self._batcher.run(texts, batch_size)
 
     def prepare_packed_passes(self) -> bool:

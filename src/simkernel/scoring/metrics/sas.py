@@ -28,6 +28,7 @@ __all__ = [
     "METRIC",
     "SasScorer",
     "bi_encoder_scores",
+    "mean_score",
     "cross_encoder_scores",
     "cross_pairs",
     "group_offsets",
@@ -95,6 +96,15 @@ def bi_encoder_scores(embeddings: np.ndarray, groups: Sequence[Sequence[str]], s
     return scores.tolist()
 
 
+def mean_score(individual: Sequence[float]) -> np.float64:
+    """Haystack's ``score``: ``np.mean`` of the individual scores (a numpy.float64). One score is returned as
+    it is, the same value (x / 1 is x) without np.mean's 10 us of list conversion: one pair per call is
+    what a service sends, and its callers share the GIL."""
+    if len(individual) == 1 and isinstance(individual[0], float):
+        return np.float64(individual[0])
+    return np.float64(np.mean(individual))
+
+
 def cross_encoder_scores(
     scores: Any, groups: Sequence[Sequence[str]], several: bool, model: str
 ) -> list[Any]:
@@ -150,7 +160,10 @@ class SasScorer:
             scores = cross_encoder_scores(raw, groups, several, self.settings.model)
         else:
             texts = [*predicted, *(text for group in groups for text in group)]
-            scores = bi_encoder_scores(self._model.encode(texts, batch_size=batch_size), groups, several)
+            # the model's own vectors, as the evaluator scores them (the kernel divides by the norms)
+            scores = bi_encoder_scores(
+                self._model.encode(texts, batch_size=batch_size, normalize=False), groups, several
+            )
         if scores and isinstance(scores[0], (list, tuple)):
             raise DataError(
                 f"the model gives {len(scores[0])} scores per pair (a classifier with several labels), not one similarity; use a bi-encoder or a one-label cross-encoder with --model"
