@@ -92,6 +92,10 @@ class PassBatcher:
     gives the inputs' tokenizations (``tokenizers.Encoding`` s): a synchronous caller tokenizes its own
     inputs in its thread; an asyncio caller's are tokenized by the thread that runs the passes, so that
     the event loop does no work that gives up the GIL. ``name`` is the model's name, for errors.
+    ``on_rows(keys, rows)``, if given, is called by the thread that ran each pass with its distinct inputs
+    and their rows, before their callers are woken (a text encoder's memory cache takes them: once a pass,
+    not once a caller, since everything a woken caller does holds up the others, see
+    docs/design-notes.md).
     """
 
     def __init__(
