@@ -297,6 +297,17 @@ MUTANTS = (
         "a chunk's worker pools each piece of a batch with another piece's attention mask",
     ),
     Mutant(
+        "shared-pass-rows-not-cached",
+        "src/simkernel/runtime/inference/text_encoder.py",
+        "on_rows=self._cache.put_many,",
+        "on_rows=None,",
+        (
+            f"{BATCHER_TESTS}::test_a_shared_pass_caches_its_rows_for_every_caller",
+            "tests/runtime/inference/test_text_encoder.py::test_cache_serves_repeats_across_calls",
+        ),
+        "a shared pass's rows never reach the memory cache (each caller used to cache its own; now the pass does)",
+    ),
+    Mutant(
         "batcher-never-prepares-packed-passes",
         "src/simkernel/runtime/inference/batcher.py",
         "on_shared()  # the text encoder gets its packed passes ready (in a thread of its own)",
