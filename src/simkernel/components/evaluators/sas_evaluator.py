@@ -227,10 +227,10 @@ class SASEvaluator:
             scores = self._similarity_model.predict(pairs, batch_size=batch_size)
             individual = sas.cross_encoder_scores(scores, groups, several, self._model)
         else:
-            texts = predictions + [text for group in groups for text in group]
-            # the model's own vectors, as Haystack's encode gives them: the cosine kernel divides by the norms,
-            # so scaling the rows to unit length first would only cost each call its time under the GIL
-            embeddings = self._similarity_model.encode(texts, batch_size=batch_size, normalize=False)
+            texts = sas.bi_encoder_texts(predictions, groups)
+            embeddings = self._similarity_model.encode(
+                texts, batch_size=batch_size, normalize=sas.NORMALIZE_EMBEDDINGS
+            )
             individual = sas.bi_encoder_scores(embeddings, groups, several)
         return {"score": sas.mean_score(individual), "individual_scores": individual}
 
@@ -255,8 +255,10 @@ class SASEvaluator:
             scores = await self._similarity_model.apredict(pairs, batch_size=batch_size)
             individual = sas.cross_encoder_scores(scores, groups, several, self._model)
         else:
-            texts = predictions + [text for group in groups for text in group]
-            embeddings = await self._similarity_model.aencode(texts, batch_size=batch_size, normalize=False)
+            texts = sas.bi_encoder_texts(predictions, groups)
+            embeddings = await self._similarity_model.aencode(
+                texts, batch_size=batch_size, normalize=sas.NORMALIZE_EMBEDDINGS
+            )
             individual = sas.bi_encoder_scores(embeddings, groups, several)
         return {"score": sas.mean_score(individual), "individual_scores": individual}
 

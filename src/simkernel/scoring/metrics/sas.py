@@ -27,7 +27,9 @@ from simkernel.scoring.settings import ScoringSettings
 __all__ = [
     "METRIC",
     "SasScorer",
+    "NORMALIZE_EMBEDDINGS",
     "bi_encoder_scores",
+    "bi_encoder_texts",
     "mean_score",
     "cross_encoder_scores",
     "cross_pairs",
@@ -69,6 +71,18 @@ def group_offsets(groups: Sequence[Sequence[str]]) -> np.ndarray:
 def cross_pairs(predictions: Sequence[str], groups: Sequence[Sequence[str]]) -> list[tuple[str, str]]:
     """(predicted, ground_truth) pairs in Haystack's order (the CrossEncoder scores identical pairs once)."""
     return [(p, g) for p, group in zip(predictions, groups, strict=True) for g in group]
+
+
+# ``normalize`` of SAS's encoder call: the model's own vectors, as Haystack's encode gives them. The cosine
+# kernel divides by the norms, so scaling the rows to unit length first (the encoder's default) would only
+# cost each call its time, under the GIL that a service's concurrent callers share.
+NORMALIZE_EMBEDDINGS = False
+
+
+def bi_encoder_texts(predictions: Sequence[str], groups: Sequence[Sequence[str]]) -> list[str]:
+    """The texts of the ONE encoder call that :func:`bi_encoder_scores` reads: the predictions, then every
+    ground truth in order."""
+    return [*predictions, *(text for group in groups for text in group)]
 
 
 def bi_encoder_scores(embeddings: np.ndarray, groups: Sequence[Sequence[str]], several: bool) -> list[float]:
@@ -159,11 +173,9 @@ class SasScorer:
             raw = self._model.predict(cross_pairs(predicted, groups), batch_size=batch_size)
             scores = cross_encoder_scores(raw, groups, several, self.settings.model)
         else:
-            texts = [*predicted, *(text for group in groups for text in group)]
-            # the model's own vectors, as the evaluator scores them (the kernel divides by the norms)
-            scores = bi_encoder_scores(
-                self._model.encode(texts, batch_size=batch_size, normalize=False), groups, several
-            )
+            texts = bi_encoder_texts(predicted, groups)
+            embeddings = self._model.encode(texts, batch_size=batch_size, normalize=NORMALIZE_EMBEDDINGS)
+            scores = bi_encoder_scores(embeddings, groups, several)
         if scores and isinstance(scores[0], (list, tuple)):
             raise DataError(
                 f"the model gives {len(scores[0])} scores per pair (a classifier with several labels), not one similarity; use a bi-encoder or a one-label cross-encoder with --model"
