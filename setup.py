@@ -53,12 +53,24 @@ extension = Extension(
     extra_link_args=extra_link_args,
 )
 
+# The attention core of packed passes (csrc/attention.h): its x86 code carries its own target attributes; on
+# other machines it reports itself unsupported and the passes keep onnxruntime's attention.
+attention = Extension(
+    "simkernel._attention",
+    sources=["src/simkernel/_attention.pyx", "csrc/attention.c"],
+    include_dirs=["csrc", np.get_include()],
+    define_macros=define_macros,
+    depends=["csrc/attention.h"],
+    extra_compile_args=extra_compile_args,
+    extra_link_args=extra_link_args,
+)
+
 setup(
     # the C file Cython generates is a build intermediate: the wheel ships the compiled extension (and the
     # .pyx/.pxd/.pyi of package-data), the sdist regenerates it
-    exclude_package_data={"simkernel": ["_cosine.c"]},
+    exclude_package_data={"simkernel": ["_cosine.c", "_attention.c"]},
     ext_modules=cythonize(
-        [extension],
+        [extension, attention],
         language_level=3,
         compiler_directives={
             "boundscheck": debug,

@@ -42,6 +42,7 @@ class Mutant:
 
 BATCHER_TESTS = "tests/runtime/inference/test_batcher.py"
 PACKED_TESTS = "tests/runtime/inference/test_packed_passes.py"
+ATTENTION_TESTS = "tests/runtime/inference/test_attention_kernel.py"
 IN_PROCESS = "tests/serve/test_serve_in_process.py"
 QUEUED = f"{IN_PROCESS}::test_queue_depth_latencies_and_counters_while_requests_wait_at_a_held_pass"
 SPEED = f"{IN_PROCESS}::test_tokens_per_second_is_the_pass_tokens_between_two_scrapes_over_their_interval"
@@ -269,8 +270,24 @@ MUTANTS = (
         "src/simkernel/runtime/inference/packed_passes.py",
         "query_name: query[0, span].reshape(rows, length, heads_width),",
         "query_name: key[0, span].reshape(rows, length, heads_width),",
-        (PACKED_TESTS,),
-        "a packed pass feeds the attention the wrong rows (the stages refuse themselves at their bit check)",
+        (PACKED_TESTS, f"{ATTENTION_TESTS}::test_a_cpu_without_the_kernel_keeps_onnxruntimes_attention"),
+        "a packed pass feeds onnxruntime's attention the wrong rows (the stages refuse themselves at their bit check)",
+    ),
+    Mutant(
+        "attention-kernel-unchecked",
+        "src/simkernel/runtime/inference/packed_passes.py",
+        "if self._native_matches_stage(probe[0], sum_exp) and all(",
+        "if True or all(",
+        (f"{ATTENTION_TESTS}::test_packed_stages_choose_the_kernel_and_keep_the_whole_graphs_bits",),
+        "simkernel's attention kernel is used without checking its bits against onnxruntime's",
+    ),
+    Mutant(
+        "attention-kernel-never-used",
+        "src/simkernel/runtime/inference/packed_passes.py",
+        "            if self._sum_exp is not None:\n",
+        "            if self._sum_exp is None and self.layers < 0:\n",
+        (f"{ATTENTION_TESTS}::test_packed_stages_choose_the_kernel_and_keep_the_whole_graphs_bits",),
+        "passes run onnxruntime's attention although simkernel's kernel was chosen",
     ),
     Mutant(
         "packed-passes-never-used",

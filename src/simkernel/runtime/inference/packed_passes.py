@@ -15,7 +15,9 @@ How. :class:`EncoderStages` cuts the graph (with the ``onnx`` package) into
 - for each layer, ``dense_in``: the query, key and value projections, run ONCE over every token of the
   chunk, the rows of all its batches stacked ``(1, tokens, hidden)``;
 - ``attention``: the scaled scores, the mask, the softmax and the weighted values, run per exact-length
-  batch on views of those rows (this stage has no weights);
+  batch on views of those rows (this stage has no weights): by simkernel's own kernel where it gives this
+  stage's bits (``csrc/attention.h``, :attr:`EncoderStages.attention_kernel`: one C call per batch instead
+  of an onnxruntime run of about 27 us of overhead), else by onnxruntime;
 - ``dense_out``: the attention output projection, the residual, LayerNorm, the feed-forward layers and
   the second LayerNorm, again over every token at once.
 
@@ -25,8 +27,9 @@ same bits for a row in a matrix of any height and at any position: the contract
 text length per run, so the chained stages give the whole graph's bits for every text. That is not taken
 on trust: :meth:`EncoderStages.check` runs a probe of mixed lengths (Latin, Cyrillic and CJK texts,
 :data:`PROBE_TEXTS`) through both and refuses the stages (:class:`StagesUnavailable`) unless every row is
-bit-identical. The same holds
-for simkernel's per-row int8 graphs (each token's activations are quantized on their own).
+bit-identical; before that, simkernel's attention kernel must give the attention stage's own bits on random
+scores of every length of :data:`NATIVE_CHECK_LENGTHS`. The same holds for simkernel's per-row int8 graphs
+(each token's activations are quantized on their own).
 
 Each layer's weights are then read once per chunk instead of once per exact-length batch. Measured with
 ``python benchmarks/studies/shared_passes.py --packed`` (all-MiniLM-L6-v2 fp32, SAS texts, 2-core AMD
@@ -44,14 +47,15 @@ MPNet's relative position bias, OpenVINO's bf16) keep the whole graph: :class:`S
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
+from simkernel import _attention
 from simkernel.runtime.inference.session import CPU_ONLY, model_feeds, session_options
 from simkernel.runtime.inference.tokenizer import Batch
 
@@ -72,6 +76,11 @@ PROBE_TEXTS = (
     "埃菲尔铁塔建于1889年，位于塞纳河畔。",
 )
 
+# The lengths of the random texts on which simkernel's attention kernel must give the attention stage's bits
+# before it replaces it (EncoderStages.check): every branch of the softmax's sums (16 / 48 lanes a step for
+# AVX-512F, 8 / 24 for FMA3, and their tails) and of the kernel's own tiles (8 and 16 keys, 4 and 8 queries).
+NATIVE_CHECK_LENGTHS = (2, 3, 5, 7, 8, 9, 15, 16, 17, 23, 24, 25, 31, 32, 33, 47, 48, 49, 50, 64, 65, 97, 130)
+
 _QKV = re.compile(r"layer\.(\d+)/attention/self/(query|key|value)/Add_output_0$")
 _LAYER_OUT = re.compile(r"layer\.(\d+)/output/LayerNorm/LayerNormalization_output_0$")
 _EMBEDDINGS_OUT = re.compile(r"embeddings/LayerNorm/LayerNormalization_output_0$")
@@ -81,7 +90,7 @@ class StagesUnavailable(Exception):
     """The graph cannot run as packed stages (the message says why); it runs whole instead."""
 
 
-@dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True)
 class StageNames:
     """The tensors an encoder graph is cut at."""
 
@@ -89,6 +98,10 @@ class StageNames:
     qkv: list[tuple[str, str, str]]  # per layer: the query, key and value projections
     context: list[str]  # per layer: the attention's output, before its own projection
     mask: str  # the additive attention mask the embedding stage computes
+    # per layer: the scale of the scores (FusedMatMul's alpha) and the width of a head, when the core is
+    # FusedMatMul(query, key^T, alpha) / Add(mask) / Softmax / MatMul(values), which simkernel's own kernel
+    # (csrc/attention.h) can reproduce; None where it is shaped otherwise
+    native: list[tuple[float, int] | None] = dataclasses.field(default_factory=list)
 
 
 class EncoderStages:
@@ -104,8 +117,12 @@ class EncoderStages:
         self._qkv = names.qkv
         self._context = names.context
         self._mask = names.mask
+        self._native = names.native
         self.input_names = input_names
         self.layers = len(self._qkv)
+        # the sum of exp() simkernel's attention kernel reproduces (chosen by check), or None: onnxruntime's
+        # attention stage runs instead
+        self._sum_exp: str | None = None
 
     @classmethod
     def cut(cls, path: str | Path) -> EncoderStages:
@@ -161,14 +178,16 @@ class EncoderStages:
             for name in node.input:
                 consumers.setdefault(name, []).append(node)
         context: list[str] = []
+        native: list[tuple[float, int] | None] = []
         mask: str | None = None
         for i in layers:
-            found = _attention_core(graph, produced, consumers, qkv[i]["value"], i)
+            found = _attention_nodes(graph, produced, consumers, qkv[i]["value"], i)
             if found is None:
                 raise StagesUnavailable(
                     f"{path}: layer {i}'s attention is not softmax(scores + mask) @ values"
                 )
             context.append(found[0])
+            native.append(_native_attention(graph, produced, found[2], found[3], qkv[i]))
             if mask not in (None, found[1]):
                 raise StagesUnavailable(f"{path}: the layers do not share one attention mask")
             mask = found[1]
@@ -185,7 +204,7 @@ class EncoderStages:
         extractor = Extractor(model)
         inputs = tuple(i.name for i in graph.input)
         names = StageNames(
-            hidden, [(qkv[i]["query"], qkv[i]["key"], qkv[i]["value"]) for i in layers], context, mask
+            hidden, [(qkv[i]["query"], qkv[i]["key"], qkv[i]["value"]) for i in layers], context, mask, native
         )
 
         def session(stage):
@@ -226,6 +245,12 @@ class EncoderStages:
                 raise StagesUnavailable(f"{path}: layer {i}'s attention reads {sorted(attention_inputs)}")
         return cls(sessions, names, inputs)
 
+    @property
+    def attention_kernel(self) -> str:
+        """Who computes the attention cores: ``"simkernel (avx512f)"`` / ``"simkernel (fma3)"`` (the kernel of
+        csrc/attention.h, reproducing onnxruntime's softmax for that instruction set) or ``"onnxruntime"``."""
+        return f"simkernel ({self._sum_exp})" if self._sum_exp else "onnxruntime"
+
     def check(
         self,
         run_whole: Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray],
@@ -235,15 +260,80 @@ class EncoderStages:
         """Raise :class:`StagesUnavailable` unless :meth:`run_chunk` gives the whole graph's bits
         (``run_whole(input_ids, attention_mask, token_type_ids)``, e.g.
         :meth:`~simkernel.runtime.inference.session.OnnxEncoderSession.run`) on every exact-length batch of
-        ``probe``, all in one chunk. ``where`` names the graph in the error."""
+        ``probe``, all in one chunk. ``where`` names the graph in the error.
+
+        First with simkernel's attention kernel, for each sum of exp() this CPU runs (:attr:`attention_kernel`):
+        kept when it gives the attention stage's bits on random scores of every length
+        :data:`NATIVE_CHECK_LENGTHS` and the whole graph's on the probe; else onnxruntime's attention stage."""
+        expected = [
+            np.asarray(run_whole(b.input_ids, b.attention_mask, b.token_type_ids), dtype=np.float32)
+            for b in probe
+        ]
+        for sum_exp in self._native_candidates():
+            self._sum_exp = sum_exp
+            try:
+                if self._native_matches_stage(probe[0], sum_exp) and all(
+                    np.array_equal(e, rows) for e, rows in zip(expected, self.run_chunk(probe), strict=True)
+                ):
+                    return
+            except (ValueError, RuntimeError, MemoryError):  # a shape or CPU the kernel refuses
+                pass
+        self._sum_exp = None
         packed = self.run_chunk(probe)
-        for batch, rows in zip(probe, packed, strict=True):
-            expected = run_whole(batch.input_ids, batch.attention_mask, batch.token_type_ids)
-            if not np.array_equal(np.asarray(expected, dtype=np.float32), rows):
+        for batch, want, rows in zip(probe, expected, packed, strict=True):
+            if not np.array_equal(want, rows):
                 length = batch.input_ids.shape[1]
                 raise StagesUnavailable(
-                    f"{where}: the packed stages differ from the whole graph on the probe's texts of {length} tokens (max |diff| {np.max(np.abs(expected - rows)):.3g}); the whole graph is used"
+                    f"{where}: the packed stages differ from the whole graph on the probe's texts of {length} tokens (max |diff| {np.max(np.abs(want - rows)):.3g}); the whole graph is used"
                 )
+
+    def _native_candidates(self) -> list[str]:
+        """The sums of exp() to try: none unless every layer's core is the kernel's (StageNames.native)."""
+        if not self._native or any(core is None for core in self._native):
+            return []
+        return [sum_exp for sum_exp in _attention.SUM_EXP if _attention.supported(sum_exp)]
+
+    def _native_matches_stage(self, batch: Batch, sum_exp: str) -> bool:
+        """True when the kernel gives each distinct layer core's own attention stage bits on random inputs of
+        every length of :data:`NATIVE_CHECK_LENGTHS` (2 texts each), scores of two magnitudes (within and
+        beyond the range where onnxruntime's exp() clamps), with an all-zero mask and with masked keys.
+        ``batch``: any batch of the model, to learn the width of its projections."""
+        (tokens, _) = self._embed.run(
+            None, model_feeds(self.input_names, batch.input_ids, batch.attention_mask, batch.token_type_ids)
+        )
+        rng = np.random.default_rng(0)
+        seen = set()
+        for layer, core in enumerate(self._native):
+            if core in seen:
+                continue
+            seen.add(core)
+            alpha, width = core  # type: ignore[misc]  # checked by _native_candidates
+            query_name, key_name, value_name = self._qkv[layer]
+            projected = self._dense_in[layer].run(None, {self._hidden[layer]: tokens[:, :1]})[0].shape[-1]
+            for length in NATIVE_CHECK_LENGTHS:
+                for magnitude in (4.0, 40.0):
+                    rows = 2
+                    query, key, value = (
+                        (rng.standard_normal((rows * length, projected)) * magnitude).astype(np.float32)
+                        for _ in range(3)
+                    )
+                    mask = np.zeros((rows, 1, length, length), dtype=np.float32)
+                    if magnitude > 4.0 and length > 2:
+                        mask[1, :, :, length // 2 :] = np.finfo(np.float32).min  # the second text padded
+                    shaped = {
+                        query_name: query.reshape(rows, length, -1),
+                        key_name: key.reshape(rows, length, -1),
+                        value_name: value.reshape(rows, length, -1),
+                        self._hidden[layer]: query.reshape(rows, length, -1),
+                        self._mask: mask,
+                    }
+                    (want,) = self._attention[layer].run(None, shaped)
+                    got = np.empty_like(query)
+                    heads = query.shape[1] // width
+                    _attention.attention(query, key, value, mask, rows, length, heads, alpha, sum_exp, got)
+                    if not np.array_equal(want.reshape(got.shape), got):
+                        return False
+        return True
 
     def run_chunk(self, batches: Sequence[Batch]) -> list[np.ndarray]:
         """The token embeddings (float32 ``(rows, length, hidden)``) of each exact-length batch of a chunk,
@@ -269,6 +359,26 @@ class EncoderStages:
             query, key, value = self._dense_in[layer].run(None, {layer_in: hidden})
             heads_width = query.shape[-1]
             context = np.empty_like(query)
+            if self._sum_exp is not None:
+                alpha, head_width = self._native[layer]  # type: ignore[misc]  # set with _sum_exp (check)
+                for k, (rows, length) in enumerate(shapes):
+                    span = slice(bounds[k], bounds[k + 1])
+                    _attention.attention(
+                        query[0, span],
+                        key[0, span],
+                        value[0, span],
+                        masks[k],
+                        rows,
+                        length,
+                        heads_width // head_width,
+                        alpha,
+                        self._sum_exp,
+                        context[0, span],
+                    )
+                (hidden,) = self._dense_out[layer].run(
+                    None, {self._context[layer]: context, layer_in: hidden}
+                )
+                continue
             attention = self._attention[layer]
             for k, (rows, length) in enumerate(shapes):
                 span = slice(bounds[k], bounds[k + 1])
@@ -290,10 +400,11 @@ class EncoderStages:
         ]
 
 
-def _attention_core(graph, produced: dict, consumers: dict, value: str, layer: int) -> tuple[str, str] | None:
-    """(context, mask) of a layer: the Softmax over ``scores + mask`` whose weights multiply the values
-    projected into ``value``, then the transpose and reshape back to ``(rows, length, heads x width)``.
-    ``produced``: tensor -> the node that outputs it; ``consumers``: tensor -> the nodes that read it."""
+def _attention_nodes(graph, produced: dict, consumers: dict, value: str, layer: int):
+    """(context, mask, scores node, values node) of a layer: the Softmax over ``scores + mask`` whose weights
+    multiply (the values node, a MatMul) the values projected into ``value``, then the transpose and reshape
+    back to ``(rows, length, heads x width)`` (context); or None. ``produced``: tensor -> the node that
+    outputs it; ``consumers``: tensor -> the nodes that read it."""
     marker = f"layer.{layer}/"
     for softmax in (n for n in graph.node if n.op_type == "Softmax" and marker in n.name):
         add = produced.get(softmax.input[0])
@@ -316,8 +427,58 @@ def _attention_core(graph, produced: dict, consumers: dict, value: str, layer: i
             if len(following) != 1 or following[0].op_type != op:
                 return None
             node = following[0]
-        return node.output[0], masks[0]
+        return node.output[0], masks[0], produced[scores[0]], weighted[0]
     return None
+
+
+def _native_attention(
+    graph, produced: dict, scores, weighted, qkv: dict[str, str]
+) -> tuple[float, int] | None:
+    """(alpha, head width) when a layer's attention core is the one simkernel's kernel reproduces
+    (csrc/attention.h): ``FusedMatMul(transpose(query heads), transpose(key heads), alpha)``, the mask added,
+    Softmax, then ``MatMul(weights, transpose(value heads))``, the heads split by a Reshape to
+    ``(rows, length, heads, width)`` with a constant width; else None (onnxruntime runs it)."""
+    from onnx import helper, numpy_helper
+
+    if scores.op_type != "FusedMatMul":
+        return None
+    attributes = {a.name: helper.get_attribute_value(a) for a in scores.attribute}
+    if any(attributes.get(flag, 0) for flag in ("transA", "transB", "transBatchA", "transBatchB")):
+        return None
+    initializers = {i.name: i for i in graph.initializer}
+
+    def heads_of(tensor: str, perm: list[int], projection: str) -> int | None:
+        """The head width of ``tensor`` = Transpose(perm) of Reshape(projection, (.., .., -1 or heads, width))."""
+        transpose = produced.get(tensor)
+        if transpose is None or transpose.op_type != "Transpose":
+            return None
+        if list(helper.get_attribute_value(transpose.attribute[0])) != perm:
+            return None
+        reshape = produced.get(transpose.input[0])
+        if reshape is None or reshape.op_type != "Reshape" or reshape.input[0] != projection:
+            return None
+        shape = reshape.input[1]
+        if shape in initializers:
+            width = int(numpy_helper.to_array(initializers[shape]).reshape(-1)[-1])
+        elif (
+            shape in produced
+            and produced[shape].op_type == "Concat"
+            and produced[shape].input[-1] in initializers
+        ):
+            width = int(numpy_helper.to_array(initializers[produced[shape].input[-1]]).reshape(-1)[-1])
+        else:
+            return None
+        return width if width > 0 else None
+
+    widths = {
+        heads_of(scores.input[0], [0, 2, 1, 3], qkv["query"]),
+        heads_of(scores.input[1], [0, 2, 3, 1], qkv["key"]),
+        heads_of(weighted.input[1], [0, 2, 1, 3], qkv["value"]),
+    }
+    width = widths.pop()
+    if widths or width is None:  # the three disagree, or one is not a constant
+        return None
+    return float(np.float32(attributes.get("alpha", 1.0))), width
 
 
 def chunk_rows(

@@ -400,7 +400,9 @@ class BundleTextEncoder:
         memory for the stages' packed weights (RSS +100 MB for all-MiniLM-L6-v2 fp32, +70 MB int8; the
         weights themselves stay mapped from the bundle's file). :attr:`packed_status` says
         ``"ready"``, or why not (``"unavailable: ..."``: a graph that is not BERT-family, OpenVINO's bf16,
-        an accelerator provider, or a probe whose bits differ)."""
+        an accelerator provider, or a probe whose bits differ); the stages'
+        :attr:`~simkernel.runtime.inference.packed_passes.EncoderStages.attention_kernel` says who computes
+        the attention cores (simkernel's kernel where it gives onnxruntime's bits)."""
         with self._runtime_lock:
             if self.packed_status == "ready" or self.packed_status.startswith("unavailable"):
                 return self._stages is not None

@@ -1,0 +1,189 @@
+"""simkernel's attention kernel (csrc/attention.h, ``simkernel._attention``), which packed passes run in place
+of onnxruntime's attention stage once it gives that stage's bits (EncoderStages.check).
+
+References: numpy float64 (the arithmetic, to float32 rounding), and onnxruntime's own attention stage of the
+default model, bit for bit, with the sum of exp() onnxruntime's MLAS library picks on this CPU: AVX-512F's
+where the CPU has it, FMA3's otherwise.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from simkernel import _attention
+from simkernel.kernels import capabilities
+from simkernel.runtime import TextEncoder
+from simkernel.runtime.inference.packed_passes import NATIVE_CHECK_LENGTHS, EncoderStages
+
+CPU = capabilities()["cpu"]
+# the sum of exp() of onnxruntime's softmax on this CPU (MLAS: AVX-512F kernels where the CPU has them)
+MLAS_SUM_EXP = "avx512f" if CPU["avx512f"] else "fma3"
+needs_fma3 = pytest.mark.skipif(
+    not (CPU["avx2"] and CPU["fma"]), reason="the attention kernel needs AVX2 and FMA (x86-64 since 2013)"
+)
+
+
+def reference(query, key, value, mask, rows, length, heads, alpha):
+    """softmax(query . key^T * alpha + mask) . value per text and head, in float64."""
+    width = query.shape[1] // heads
+
+    def split(x):  # (rows * length, heads * width) -> (rows, heads, length, width)
+        return x.astype(np.float64).reshape(rows, length, heads, width).transpose(0, 2, 1, 3)
+
+    scores = split(query) @ split(key).transpose(0, 1, 3, 2) * alpha + mask.astype(np.float64)
+    weights = np.exp(scores - scores.max(axis=-1, keepdims=True))
+    weights /= weights.sum(axis=-1, keepdims=True)
+    return (weights @ split(value)).transpose(0, 2, 1, 3).reshape(rows * length, heads * width)
+
+
+def random_case(rng, rows, length, hidden, magnitude=4.0):
+    query, key, value = (
+        (rng.standard_normal((rows * length, hidden)) * magnitude).astype(np.float32) for _ in range(3)
+    )
+    return query, key, value, np.zeros((rows, 1, length, length), dtype=np.float32)
+
+
+@needs_fma3
+@pytest.mark.parametrize("sum_exp", ["fma3", "avx512f"])
+@pytest.mark.parametrize(
+    ("rows", "length", "heads", "hidden"),
+    [(1, 2, 12, 384), (3, 5, 12, 384), (2, 17, 6, 384), (2, 50, 12, 768), (1, 130, 4, 32)],
+)
+def test_the_kernel_computes_attention(sum_exp, rows, length, heads, hidden):
+    if not _attention.supported(sum_exp):
+        pytest.skip(f"this CPU lacks {sum_exp}")
+    rng = np.random.default_rng(length)
+    query, key, value, mask = random_case(rng, rows, length, hidden)
+    if length > 2:
+        mask[-1, :, :, length // 2 :] = np.finfo(np.float32).min  # the last text's second half masked
+    out = np.full_like(query, np.nan)
+    _attention.attention(query, key, value, mask, rows, length, heads, 0.125, sum_exp, out)
+    expected = reference(query, key, value, mask, rows, length, heads, 0.125)
+    np.testing.assert_allclose(out, expected, rtol=2e-5, atol=2e-5 * np.abs(value).max())
+    if length > 2:  # a masked key weighs nothing: changing it changes nothing
+        value[(rows - 1) * length + length - 1] += 100.0
+        again = np.empty_like(out)
+        _attention.attention(query, key, value, mask, rows, length, heads, 0.125, sum_exp, again)
+        assert np.array_equal(again[(rows - 1) * length :], out[(rows - 1) * length :])
+
+
+@pytest.fixture(scope="module")
+def stages(default_bundle):
+    encoder = TextEncoder(default_bundle, cache_size=0, batching=False)
+    return EncoderStages.cut(encoder._session.path)
+
+
+def onnxruntime_attention(stages, layer, query, key, value, mask, rows, length):
+    query_name, key_name, value_name = stages._qkv[layer]
+    (out,) = stages._attention[layer].run(
+        None,
+        {
+            query_name: query.reshape(rows, length, -1),
+            key_name: key.reshape(rows, length, -1),
+            value_name: value.reshape(rows, length, -1),
+            stages._hidden[layer]: query.reshape(rows, length, -1),
+            stages._mask: mask,
+        },
+    )
+    return out.reshape(query.shape)
+
+
+@needs_fma3
+def test_the_kernel_gives_onnxruntimes_bits_with_its_sum_of_exp(stages):
+    """Every length the check covers, scores within and beyond the range where MLAS's exp() clamps: equal bits
+    with the sum of exp() MLAS uses here; the other instruction set's sum (where this CPU runs it) differs,
+    so the comparison can tell them apart."""
+    alpha, width = stages._native[0]
+    assert (alpha, width) == (np.float32(1 / np.sqrt(32)), 32)  # all-MiniLM-L6-v2: 12 heads of 32
+    rng = np.random.default_rng(3)
+    others = [s for s in _attention.SUM_EXP if s != MLAS_SUM_EXP and _attention.supported(s)]
+    differ = {s: 0 for s in others}
+    for length in NATIVE_CHECK_LENGTHS:
+        for magnitude in (1.0, 4.0, 40.0):
+            case = random_case(rng, 2, length, 384, magnitude)
+            want = onnxruntime_attention(stages, 0, *case, 2, length)
+            got = np.empty_like(want)
+            _attention.attention(*case, 2, length, 12, alpha, MLAS_SUM_EXP, got)
+            assert np.array_equal(got, want), (length, magnitude, np.max(np.abs(got - want)))
+            for other in others:
+                _attention.attention(*case, 2, length, 12, alpha, other, got)
+                differ[other] += not np.array_equal(got, want)
+    assert all(count > 0 for count in differ.values()), differ
+
+
+@needs_fma3
+def test_packed_stages_choose_the_kernel_and_keep_the_whole_graphs_bits(
+    default_bundle, sas_texts, monkeypatch
+):
+    encoder = TextEncoder(default_bundle, cache_size=0, batching=False)
+    assert encoder.prepare_packed_passes(), encoder.packed_status
+    assert encoder._stages.attention_kernel == f"simkernel ({MLAS_SUM_EXP})"
+    texts = sas_texts[1000:1300]
+    whole = TextEncoder(default_bundle, cache_size=0, batching=False).encode(texts, normalize=False)
+    calls = []
+    real = _attention.attention
+
+    def counted(*args):
+        calls.append(args[4:6])  # (rows, length)
+        real(*args)
+
+    monkeypatch.setattr(_attention, "attention", counted)
+    assert np.array_equal(encoder._run_pass(encoder._tokenizer.encode(texts), 32), whole)
+    assert len(calls) >= 6 * 10 and len(set(calls)) >= 10  # every layer of every exact-length piece
+    monkeypatch.undo()
+
+    def off_by_one_bit(query, key, value, mask, rows, length, heads, alpha, sum_exp, out):
+        real(query, key, value, mask, rows, length, heads, alpha, sum_exp, out)
+        out[0, 0] = np.nextafter(out[0, 0], np.float32(np.inf))
+
+    # a kernel whose bits are off is refused: onnxruntime's attention stage runs, with the same bits
+    monkeypatch.setattr(_attention, "attention", off_by_one_bit)
+    refused = TextEncoder(default_bundle, cache_size=0, batching=False)
+    assert refused.prepare_packed_passes(), refused.packed_status
+    assert refused._stages.attention_kernel == "onnxruntime"
+    assert np.array_equal(refused._run_pass(refused._tokenizer.encode(texts), 32), whole)
+
+
+def test_a_cpu_without_the_kernel_keeps_onnxruntimes_attention(default_bundle, sas_texts, monkeypatch):
+    monkeypatch.setattr(_attention, "supported", lambda sum_exp: False)
+    encoder = TextEncoder(default_bundle, cache_size=0, batching=False)
+    assert encoder.prepare_packed_passes(), encoder.packed_status
+    assert encoder._stages.attention_kernel == "onnxruntime"
+    texts = sas_texts[:300]
+    passes = encoder.packed_passes
+    packed = encoder._run_pass(encoder._tokenizer.encode(texts), 32)
+    assert encoder.packed_passes == passes + 1
+    whole = TextEncoder(default_bundle, cache_size=0, batching=False).encode(texts, normalize=False)
+    assert np.array_equal(packed, whole)
+
+
+@needs_fma3
+def test_wrong_arrays_are_refused_by_name():
+    query, key, value, mask = random_case(np.random.default_rng(0), 1, 4, 64)
+    out = np.empty_like(query)
+    with pytest.raises(ValueError, match="query must be a C-contiguous float32 numpy array of 2 dimensions"):
+        _attention.attention(query.astype(np.float64), key, value, mask, 1, 4, 2, 0.1, "fma3", out)
+    with pytest.raises(ValueError, match=r"mask has shape \(1, 1, 1, 4\), not \(rows, 1, length, length\)"):
+        _attention.attention(query, key, value, np.zeros((1, 1, 1, 4), np.float32), 1, 4, 2, 0.1, "fma3", out)
+    with pytest.raises(ValueError, match="mask must be a C-contiguous float32 numpy array of 4 dimensions"):
+        _attention.attention(query, key, value, mask[:, 0], 1, 4, 2, 0.1, "fma3", out)
+    with pytest.raises(ValueError, match=r"key has shape \(3, 64\), query \(4, 64\)"):
+        _attention.attention(query, key[:3].copy(), value, mask, 1, 4, 2, 0.1, "fma3", out)
+    with pytest.raises(
+        ValueError, match="the attention kernel takes heads of 8 to 64 floats in steps of 8, got 12"
+    ):
+        _attention.attention(
+            query[:, :60].copy(),
+            key[:, :60].copy(),
+            value[:, :60].copy(),
+            mask,
+            1,
+            4,
+            5,
+            0.1,
+            "fma3",
+            out[:, :60].copy(),
+        )
+    with pytest.raises(ValueError, match=r"sum_exp must be one of \['avx512f', 'fma3'\], got 'sse'"):
+        _attention.attention(query, key, value, mask, 1, 4, 2, 0.1, "sse", out)
