@@ -274,6 +274,22 @@ MUTANTS = (
         "a packed pass feeds onnxruntime's attention the wrong rows (the stages refuse themselves at their bit check)",
     ),
     Mutant(
+        "packed-embeddings-positions-run-on",
+        "src/simkernel/runtime/inference/packed_passes.py",
+        "[np.tile(np.arange(length, dtype=np.int64), rows) for rows, length in shapes]",
+        "[np.arange(rows * length, dtype=np.int64) for rows, length in shapes]",
+        (f"{PACKED_TESTS}::test_a_chunks_embeddings_come_from_one_run_with_each_texts_positions",),
+        "a chunk's embeddings number each text's positions on from the previous text's (the check drops them)",
+    ),
+    Mutant(
+        "packed-embeddings-ignore-padding",
+        "src/simkernel/runtime/inference/packed_passes.py",
+        "if self._embed_packed is not None and all(batch.attention_mask.all() for batch in batches):",
+        "if self._embed_packed is not None:",
+        (f"{PACKED_TESTS}::test_padded_batches_embed_per_batch_with_the_graphs_mask",),
+        "a padded batch gets the packed embeddings' all-zero mask: its texts attend to the padding",
+    ),
+    Mutant(
         "attention-kernel-unchecked",
         "src/simkernel/runtime/inference/packed_passes.py",
         "if self._native_matches_stage(probe[0], sum_exp) and all(",

@@ -219,3 +219,67 @@ def test_a_process_that_exits_while_its_stages_are_cut_exits_cleanly(default_bun
     )
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
     assert (done.returncode, done.stderr) == (0, "")
+
+
+def test_a_chunks_embeddings_come_from_one_run_with_each_texts_positions(prepared, sas_texts, monkeypatch):
+    encoder, stages = prepared
+    assert stages.packed_embeddings  # the default model's embeddings depend on its tokens and positions only
+    runs = []
+    real = stages._embed_packed
+
+    class Counted:
+        def run(self, names, feeds):
+            runs.append({name: array.copy() for name, array in feeds.items()})
+            return real.run(names, feeds)
+
+    monkeypatch.setattr(stages, "_embed_packed", Counted())
+    batches = exact_length_batches(encoder, sas_texts[:40])
+    for batch, rows in zip(batches, stages.run_chunk(batches), strict=True):
+        whole = encoder._session.run(batch.input_ids, batch.attention_mask, batch.token_type_ids)
+        assert np.array_equal(rows, whole), batch.input_ids.shape
+    assert len(runs) == 1 and len(batches) > 5  # one run for every batch of the chunk
+    positions = runs[0][stages._positions][0]
+    expected = np.concatenate(
+        [np.tile(np.arange(b.input_ids.shape[1]), b.input_ids.shape[0]) for b in batches]
+    )
+    assert np.array_equal(positions, expected)  # each text's positions from 0
+
+
+def test_padded_batches_embed_per_batch_with_the_graphs_mask(prepared, sas_texts):
+    """Not what passes send (their batches hold one exact length), but a padded batch still gets the whole
+    graph's bits: its embeddings and mask come from the per-batch stage, and the attention honours the mask."""
+    encoder, stages = prepared
+    encodings = encoder._tokenizer.encode([sas_texts[0], sas_texts[1] + " and a few more words", "ok"])
+    batch = encoder._tokenizer.pad_batch(encodings)
+    assert not batch.attention_mask.all()
+    (rows,) = stages.run_chunk([batch])
+    whole = encoder._session.run(batch.input_ids, batch.attention_mask, batch.token_type_ids)
+    real = batch.attention_mask.astype(bool)
+    assert np.array_equal(rows[real], whole[real])
+
+
+def test_packed_embeddings_whose_bits_differ_are_dropped_and_batches_embed_alone(default_bundle, monkeypatch):
+    from simkernel.runtime.inference import packed_passes
+
+    real_cut = packed_passes.EncoderStages.cut
+
+    def cut_with_shifted_positions(path):
+        stages = real_cut(path)
+        real = stages._embed_packed
+
+        class Shifted:  # every position one further: the rows differ from the whole graph's
+            def run(self, names, feeds):
+                feeds = dict(feeds)
+                feeds[stages._positions] = feeds[stages._positions] + 1
+                return real.run(names, feeds)
+
+        stages._embed_packed = Shifted()
+        return stages
+
+    monkeypatch.setattr(packed_passes.EncoderStages, "cut", cut_with_shifted_positions)
+    encoder = TextEncoder(default_bundle, cache_size=0, batching=False)
+    assert encoder.prepare_packed_passes(), encoder.packed_status
+    assert not encoder._stages.packed_embeddings
+    assert encoder._stages.attention_kernel != "onnxruntime" or not any(
+        encoder._stages._native_candidates()
+    )  # the attention kernel is still used where the CPU runs it

@@ -10,8 +10,11 @@ a 32 MB L3 holds, about 3.4 ms a run whatever its size (``python benchmarks/stud
 
 How. :class:`EncoderStages` cuts the graph (with the ``onnx`` package) into
 
-- ``embed``: the token, position and type embeddings and their LayerNorm, run once per exact-length batch
-  (the positions restart at each text), and the additive attention mask;
+- ``embed``: the token, position and type embeddings and their LayerNorm, and the additive attention
+  mask, run once per exact-length batch (the graph numbers the positions from the batch's width); or,
+  where the position ids can be fed instead (:attr:`EncoderStages.packed_embeddings`), once over every
+  token of the chunk with each text's positions from 0, the mask then all 0 (every text attends to all its
+  tokens);
 - for each layer, ``dense_in``: the query, key and value projections, run ONCE over every token of the
   chunk, the rows of all its batches stacked ``(1, tokens, hidden)``;
 - ``attention``: the scaled scores, the mask, the softmax and the weighted values, run per exact-length
@@ -102,6 +105,9 @@ class StageNames:
     # FusedMatMul(query, key^T, alpha) / Add(mask) / Softmax / MatMul(values), which simkernel's own kernel
     # (csrc/attention.h) can reproduce; None where it is shaped otherwise
     native: list[tuple[float, int] | None] = dataclasses.field(default_factory=list)
+    # the position ids the position embeddings gather (computed in the graph from the batch's width), or
+    # None: fed as an input, they let one run embed every token of a chunk (see run_chunk)
+    positions: str | None = None
 
 
 class EncoderStages:
@@ -110,6 +116,7 @@ class EncoderStages:
 
     def __init__(self, sessions: dict, names: StageNames, input_names: tuple[str, ...]) -> None:
         self._embed = sessions["embed"]
+        self._embed_packed = sessions.get("embed_packed")  # all of a chunk's tokens at once, or None
         self._dense_in = sessions["dense_in"]
         self._attention = sessions["attention"]
         self._dense_out = sessions["dense_out"]
@@ -118,6 +125,7 @@ class EncoderStages:
         self._context = names.context
         self._mask = names.mask
         self._native = names.native
+        self._positions = names.positions
         self.input_names = input_names
         self.layers = len(self._qkv)
         # the sum of exp() simkernel's attention kernel reproduces (chosen by check), or None: onnxruntime's
@@ -201,10 +209,19 @@ class EncoderStages:
         ]:
             if name not in known:
                 graph.value_info.append(helper.make_tensor_value_info(name, TensorProto.FLOAT, None))
+        gathers = [n for n in graph.node if n.op_type == "Gather" and "position_embeddings" in n.name]
+        positions = gathers[0].input[1] if len(gathers) == 1 and gathers[0].input[1] in produced else None
+        if positions is not None and positions not in known:
+            graph.value_info.append(helper.make_tensor_value_info(positions, TensorProto.INT64, None))
         extractor = Extractor(model)
         inputs = tuple(i.name for i in graph.input)
         names = StageNames(
-            hidden, [(qkv[i]["query"], qkv[i]["key"], qkv[i]["value"]) for i in layers], context, mask, native
+            hidden,
+            [(qkv[i]["query"], qkv[i]["key"], qkv[i]["value"]) for i in layers],
+            context,
+            mask,
+            native,
+            positions,
         )
 
         def session(stage):
@@ -239,11 +256,24 @@ class EncoderStages:
             raise
         except Exception as exc:  # onnx's extractor: a stage needs a tensor from outside its inputs
             raise StagesUnavailable(f"{path}: the graph does not cut at its attention cores: {exc}") from exc
+        if positions is not None:
+            token_inputs = [name for name in inputs if name != "attention_mask"]
+            try:
+                packed = session(extractor.extract_model([*token_inputs, positions], [hidden[0]]))
+            except Exception:  # the embeddings depend on more than the tokens: they are computed per batch
+                packed = None
+            if packed is not None and {x.name for x in packed.get_inputs()} == {*token_inputs, positions}:
+                sessions["embed_packed"] = packed
         for i in layers:
             attention_inputs = {x.name for x in sessions["attention"][i].get_inputs()}
             if attention_inputs != {*names.qkv[i], hidden[i], mask}:
                 raise StagesUnavailable(f"{path}: layer {i}'s attention reads {sorted(attention_inputs)}")
         return cls(sessions, names, inputs)
+
+    @property
+    def packed_embeddings(self) -> bool:
+        """True when a chunk's embeddings come from one run over all its tokens (else one run per batch)."""
+        return self._embed_packed is not None
 
     @property
     def attention_kernel(self) -> str:
@@ -262,25 +292,36 @@ class EncoderStages:
         :meth:`~simkernel.runtime.inference.session.OnnxEncoderSession.run`) on every exact-length batch of
         ``probe``, all in one chunk. ``where`` names the graph in the error.
 
-        First with simkernel's attention kernel, for each sum of exp() this CPU runs (:attr:`attention_kernel`):
-        kept when it gives the attention stage's bits on random scores of every length
-        :data:`NATIVE_CHECK_LENGTHS` and the whole graph's on the probe; else onnxruntime's attention stage."""
+        First with the embeddings of a chunk in one run (where the graph allows it), then per batch; each with
+        simkernel's attention kernel, for each sum of exp() this CPU runs (:attr:`attention_kernel`), kept when
+        it gives the attention stage's bits on random scores of every length :data:`NATIVE_CHECK_LENGTHS` and
+        the whole graph's on the probe; else with onnxruntime's attention stage."""
         expected = [
             np.asarray(run_whole(b.input_ids, b.attention_mask, b.token_type_ids), dtype=np.float32)
             for b in probe
         ]
-        for sum_exp in self._native_candidates():
-            self._sum_exp = sum_exp
-            try:
-                if self._native_matches_stage(probe[0], sum_exp) and all(
-                    np.array_equal(e, rows) for e, rows in zip(expected, self.run_chunk(probe), strict=True)
-                ):
-                    return
-            except (ValueError, RuntimeError, MemoryError):  # a shape or CPU the kernel refuses
-                pass
-        self._sum_exp = None
-        packed = self.run_chunk(probe)
-        for batch, want, rows in zip(probe, expected, packed, strict=True):
+
+        def matches() -> bool:
+            packed = self.run_chunk(probe)
+            return all(np.array_equal(want, rows) for want, rows in zip(expected, packed, strict=True))
+
+        kernel_ok: dict[str, bool] = {}  # the kernel against the attention stage, once per sum of exp()
+        embeddings = [self._embed_packed, None] if self._embed_packed is not None else [None]
+        for embed_packed in embeddings:
+            self._embed_packed = embed_packed
+            for sum_exp in self._native_candidates():
+                self._sum_exp = sum_exp
+                try:
+                    if sum_exp not in kernel_ok:
+                        kernel_ok[sum_exp] = self._native_matches_stage(probe[0], sum_exp)
+                    if kernel_ok[sum_exp] and matches():
+                        return
+                except (ValueError, RuntimeError, MemoryError):  # a shape or CPU the kernel refuses
+                    kernel_ok[sum_exp] = False
+            self._sum_exp = None
+            if matches():
+                return
+        for batch, want, rows in zip(probe, expected, self.run_chunk(probe), strict=True):
             if not np.array_equal(want, rows):
                 length = batch.input_ids.shape[1]
                 raise StagesUnavailable(
@@ -342,17 +383,33 @@ class EncoderStages:
         shapes = [batch.input_ids.shape for batch in batches]
         if any(len(shape) != 2 or 0 in shape for shape in shapes):
             raise ValueError(f"batches must be non-empty (rows, length) arrays, got shapes {shapes}")
-        embedded = [
-            self._embed.run(
-                None,
-                model_feeds(self.input_names, batch.input_ids, batch.attention_mask, batch.token_type_ids),
-            )
-            for batch in batches
-        ]
+        if self._embed_packed is not None and all(batch.attention_mask.all() for batch in batches):
+            # one run for every token: each text's positions fed from 0 (the graph computes them per batch),
+            # and every text attends to all its tokens: the additive mask is 0 (what the graph computes then)
+            feeds = {
+                name: np.concatenate([getattr(batch, name).reshape(-1) for batch in batches])[None]
+                for name in self.input_names
+                if name != "attention_mask"
+            }
+            feeds[self._positions] = np.concatenate(  # type: ignore[index]  # set with _embed_packed
+                [np.tile(np.arange(length, dtype=np.int64), rows) for rows, length in shapes]
+            )[None]
+            (hidden,) = self._embed_packed.run(None, feeds)
+            masks = [np.zeros((rows, 1, length, length), dtype=np.float32) for rows, length in shapes]
+        else:
+            embedded = [
+                self._embed.run(
+                    None,
+                    model_feeds(
+                        self.input_names, batch.input_ids, batch.attention_mask, batch.token_type_ids
+                    ),
+                )
+                for batch in batches
+            ]
+            hidden = np.concatenate([tokens.reshape(-1, tokens.shape[-1]) for tokens, _ in embedded])[None]
+            masks = [mask for _, mask in embedded]
         bounds = np.cumsum([0] + [rows * length for rows, length in shapes]).tolist()
-        width = embedded[0][0].shape[-1]
-        hidden = np.concatenate([tokens.reshape(-1, width) for tokens, _ in embedded])[None]
-        masks = [mask for _, mask in embedded]
+        width = hidden.shape[-1]
         for layer in range(self.layers):
             layer_in = self._hidden[layer]
             query_name, key_name, value_name = self._qkv[layer]
