@@ -8,6 +8,7 @@
     python benchmarks/studies/shared_passes.py --cycle         # 16 threads: where a pass cycle's time goes
     python benchmarks/studies/shared_passes.py --shares        # one call, 16 threads, 64 tasks, by pair length
     python benchmarks/studies/shared_passes.py --callers       # 16 threads: a caller's CPU, step by step
+    python benchmarks/studies/shared_passes.py --attention     # attention cores: onnxruntime's stage or the kernel
 
 Concurrent single-pair callers share passes (simkernel.runtime.inference.batcher); a pass is split into
 batches of ONE token length so that a text's bits never depend on its pass-mates. With 16 callers a pass
@@ -629,6 +630,83 @@ def callers(rounds: int) -> None:
         text_encoder.BundleTextEncoder._assemble, text_encoder.BundleTextEncoder.encode = assemble, encode
 
 
+def attention(rounds: int) -> None:
+    """The attention cores of a packed pass: onnxruntime's attention stage against simkernel's kernel
+    (csrc/attention.h), microseconds per call by rows x token length (one thread, random inputs), then a
+    chunk of a 16-thread pass (13-16 short texts) and one of a one-call pass (about 415 tokens) timed whole
+    with each of them, min of ``rounds`` x 20 runs."""
+    from simkernel import _attention
+    from simkernel.runtime import TextEncoder
+    from simkernel.runtime.inference.packed_passes import chunk_rows
+    from simkernel.runtime.inference.tokenizer import length_sorted_batches
+
+    encoder = TextEncoder(MODEL_ID, cache_size=0, batching=False)
+    assert encoder.prepare_packed_passes(), encoder.packed_status
+    stages = encoder._stages
+    sum_exp = stages._sum_exp
+    print(f"attention kernel: {stages.attention_kernel}; packed embeddings: {stages.packed_embeddings}\n")
+    if sum_exp is None:
+        print("simkernel's kernel is not used on this CPU: nothing to compare")
+        return
+    alpha, width = stages._native[0]
+    query_name, key_name, value_name = stages._qkv[0]
+    rng = np.random.default_rng(0)
+    print("| rows x tokens | onnxruntime's stage us | simkernel's kernel us | same bits |")
+    print("|---|---:|---:|---|")
+    for rows, length in ((1, 5), (3, 8), (8, 12), (16, 30), (4, 60), (2, 128)):
+        query, key, value = (rng.standard_normal((rows * length, 384)).astype(np.float32) for _ in range(3))
+        mask = np.zeros((rows, 1, length, length), dtype=np.float32)
+        feeds = {
+            query_name: query.reshape(rows, length, -1),
+            key_name: key.reshape(rows, length, -1),
+            value_name: value.reshape(rows, length, -1),
+            stages._hidden[0]: query.reshape(rows, length, -1),
+            stages._mask: mask,
+        }
+        out = np.empty_like(query)
+
+        def onnxruntime_run(feeds=feeds):
+            return stages._attention[0].run(None, feeds)[0]
+
+        def kernel_run(query=query, key=key, value=value, mask=mask, rows=rows, length=length, out=out):
+            _attention.attention(query, key, value, mask, rows, length, 384 // width, alpha, sum_exp, out)
+
+        times = []
+        for run in (onnxruntime_run, kernel_run):
+            best = float("inf")
+            for _ in range(rounds):
+                start = time.perf_counter()
+                for _ in range(200):
+                    run()
+                best = min(best, (time.perf_counter() - start) / 200)
+            times.append(best * 1e6)
+        same = np.array_equal(onnxruntime_run().reshape(out.shape), out)
+        print(f"| {rows} x {length} | {times[0]:.1f} | {times[1]:.1f} | {same} |")
+    texts = distinct_texts()
+    tokenizer = encoder._tokenizer
+    print("\n| chunk | onnxruntime's attention ms | simkernel's kernel ms |")
+    print("|---|---:|---:|")
+    for label, sample in (("16-thread pass", texts[4000:4032]), ("one call", texts[4000:4800])):
+        encodings = tokenizer.encode(sample)
+        batches = length_sorted_batches(encodings, 32)
+        chunk = chunk_rows(batches, [len(encodings[r[0]].ids) for r in batches], 2)[0]
+        padded = [tokenizer.pad_batch([encodings[i] for i in rows]) for rows in chunk]
+        tokens = sum(batch.input_ids.size for batch in padded)
+        times = []
+        for kernel in (None, sum_exp):
+            stages._sum_exp = kernel
+            stages.run_chunk(padded)
+            best = float("inf")
+            for _ in range(rounds):
+                start = time.perf_counter()
+                for _ in range(20):
+                    stages.run_chunk(padded)
+                best = min(best, (time.perf_counter() - start) / 20)
+            times.append(best * 1e3)
+        stages._sum_exp = sum_exp
+        print(f"| {label}: {len(padded)} batches, {tokens} tokens | {times[0]:.2f} | {times[1]:.2f} |")
+
+
 # the studies by option, in the order they run when several are chosen
 STUDIES = {
     "run-cost": lambda args: run_cost(),
@@ -639,6 +717,7 @@ STUDIES = {
     "cycle": lambda args: cycle(args.rounds),
     "shares": lambda args: shares(args.rounds),
     "callers": lambda args: callers(args.rounds),
+    "attention": lambda args: attention(args.rounds),
 }
 
 
