@@ -18,14 +18,16 @@ rm -rf "$OUT"
 mkdir -p "$OUT/src"
 cp -r setup.py pyproject.toml csrc "$OUT/"
 cp -r src/simkernel "$OUT/src/"
-find "$OUT/src" \( -name '*.so' -o -name '_cosine.c' -o -name __pycache__ \) -prune -exec rm -rf {} +
+find "$OUT/src" \( -name '*.so' -o -name '_cosine.c' -o -name '_attention.c' -o -name __pycache__ \) -prune -exec rm -rf {} +
 (cd "$OUT" && SIMKERNEL_SANITIZE=1 "$PY" setup.py -q build_ext --inplace >/dev/null)
 SO=$(ls "$OUT"/src/simkernel/_cosine*.so)
 # the build must really be instrumented: it links the sanitizer runtimes (ldd's whole output is read first:
 # `ldd | grep -q` under pipefail fails at random when grep exits before ldd has written everything)
-LINKED=$(ldd "$SO")
-grep -q libasan <<<"$LINKED" || { echo "error: $SO is not linked against libasan" >&2; exit 1; }
-grep -q libubsan <<<"$LINKED" || { echo "error: $SO is not linked against libubsan" >&2; exit 1; }
+for EXT in "$SO" "$(ls "$OUT"/src/simkernel/_attention*.so)"; do
+    LINKED=$(ldd "$EXT")
+    grep -q libasan <<<"$LINKED" || { echo "error: $EXT is not linked against libasan" >&2; exit 1; }
+    grep -q libubsan <<<"$LINKED" || { echo "error: $EXT is not linked against libubsan" >&2; exit 1; }
+done
 ASAN=$(gcc -print-file-name=libasan.so)
 UBSAN=$(gcc -print-file-name=libubsan.so)
 # detect_leaks=0: CPython itself keeps memory to exit on purpose; every other ASan check stays on.
