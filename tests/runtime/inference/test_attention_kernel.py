@@ -3,7 +3,7 @@ of onnxruntime's attention stage once it gives that stage's bits (EncoderStages.
 
 Reference: onnxruntime's own attention stage of the default model, bit for bit, with the sum of exp()
 onnxruntime's MLAS library picks on this CPU: AVX-512F's where the CPU has it, FMA3's otherwise (the
-arithmetic against float64 numpy: tests/kernels/test_attention_kernel.py).
+arithmetic against float64 numpy: tests/kernels/test_kernel_attention.py).
 """
 
 from __future__ import annotations
