@@ -407,7 +407,11 @@ class EncoderStages:
                 for batch in batches
             ]
             hidden = np.concatenate([tokens.reshape(-1, tokens.shape[-1]) for tokens, _ in embedded])[None]
-            masks = [mask for _, mask in embedded]
+            # (rows, 1, length, length), as simkernel's attention kernel reads it (a graph may broadcast it)
+            masks = [
+                np.ascontiguousarray(np.broadcast_to(mask, (rows, 1, length, length)), dtype=np.float32)
+                for (_, mask), (rows, length) in zip(embedded, shapes, strict=True)
+            ]
         bounds = np.cumsum([0] + [rows * length for rows, length in shapes]).tolist()
         width = hidden.shape[-1]
         for layer in range(self.layers):
