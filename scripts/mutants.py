@@ -268,8 +268,8 @@ MUTANTS = (
     Mutant(
         "packed-attention-reads-keys-as-queries",
         "src/simkernel/runtime/inference/packed_passes.py",
-        "query_name: query[0, span].reshape(rows, length, heads_width),",
-        "query_name: key[0, span].reshape(rows, length, heads_width),",
+        "query_name: query.reshape(rows, length, -1),",
+        "query_name: key.reshape(rows, length, -1),",
         (PACKED_TESTS, f"{ATTENTION_TESTS}::test_a_cpu_without_the_kernel_keeps_onnxruntimes_attention"),
         "a packed pass feeds onnxruntime's attention the wrong rows (the stages refuse themselves at their bit check)",
     ),
@@ -300,8 +300,8 @@ MUTANTS = (
     Mutant(
         "attention-kernel-never-used",
         "src/simkernel/runtime/inference/packed_passes.py",
-        "            if self._sum_exp is not None:\n",
-        "            if self._sum_exp is None and self.layers < 0:\n",
+        "                if self._sum_exp is not None:\n",
+        "                if self._sum_exp is None and self.layers < 0:\n",
         (f"{ATTENTION_TESTS}::test_packed_stages_choose_the_kernel_and_keep_the_whole_graphs_bits",),
         "passes run onnxruntime's attention although simkernel's kernel was chosen",
     ),

@@ -349,7 +349,6 @@ class EncoderStages:
                 continue
             seen.add(core)
             alpha, width = core  # type: ignore[misc]  # checked by _native_candidates
-            query_name, key_name, value_name = self._qkv[layer]
             projected = self._dense_in[layer].run(None, {self._hidden[layer]: tokens[:, :1]})[0].shape[-1]
             for length in NATIVE_CHECK_LENGTHS:
                 for magnitude in (4.0, 40.0):
@@ -361,20 +360,40 @@ class EncoderStages:
                     mask = np.zeros((rows, 1, length, length), dtype=np.float32)
                     if magnitude > 4.0 and length > 2:
                         mask[1, :, :, length // 2 :] = np.finfo(np.float32).min  # the second text padded
-                    shaped = {
-                        query_name: query.reshape(rows, length, -1),
-                        key_name: key.reshape(rows, length, -1),
-                        value_name: value.reshape(rows, length, -1),
-                        self._hidden[layer]: query.reshape(rows, length, -1),
-                        self._mask: mask,
-                    }
-                    (want,) = self._attention[layer].run(None, shaped)
+                    want = self._stage_attention(layer, query, key, value, query, mask, rows, length)
                     got = np.empty_like(query)
                     heads = query.shape[1] // width
                     _attention.attention(query, key, value, mask, rows, length, heads, alpha, sum_exp, got)
-                    if not np.array_equal(want.reshape(got.shape), got):
+                    if not np.array_equal(want, got):
                         return False
         return True
+
+    def _stage_attention(
+        self,
+        layer: int,
+        query: np.ndarray,
+        key: np.ndarray,
+        value: np.ndarray,
+        hidden: np.ndarray,
+        mask: np.ndarray,
+        rows: int,
+        length: int,
+    ) -> np.ndarray:
+        """onnxruntime's attention stage of ``layer`` on one exact-length batch: ``rows`` texts of ``length``
+        tokens, ``query``, ``key``, ``value`` and the layer's input ``hidden`` as ``(rows * length, width)``
+        rows, ``mask`` the graph's additive mask; the context as ``(rows * length, width)`` rows."""
+        query_name, key_name, value_name = self._qkv[layer]
+        (out,) = self._attention[layer].run(
+            None,
+            {
+                query_name: query.reshape(rows, length, -1),
+                key_name: key.reshape(rows, length, -1),
+                value_name: value.reshape(rows, length, -1),
+                self._hidden[layer]: hidden.reshape(rows, length, -1),
+                self._mask: mask,
+            },
+        )
+        return out.reshape(rows * length, -1)
 
     def run_chunk(self, batches: Sequence[Batch]) -> list[np.ndarray]:
         """The token embeddings (float32 ``(rows, length, hidden)``) of each exact-length batch of a chunk,
@@ -416,14 +435,12 @@ class EncoderStages:
         width = hidden.shape[-1]
         for layer in range(self.layers):
             layer_in = self._hidden[layer]
-            query_name, key_name, value_name = self._qkv[layer]
             query, key, value = self._dense_in[layer].run(None, {layer_in: hidden})
-            heads_width = query.shape[-1]
             context = np.empty_like(query)
-            if self._sum_exp is not None:
-                alpha, head_width = self._native[layer]  # type: ignore[misc]  # set with _sum_exp (check)
-                for k, (rows, length) in enumerate(shapes):
-                    span = slice(bounds[k], bounds[k + 1])
+            for k, (rows, length) in enumerate(shapes):
+                span = slice(bounds[k], bounds[k + 1])
+                if self._sum_exp is not None:
+                    alpha, head_width = self._native[layer]  # type: ignore[misc]  # set with _sum_exp (check)
                     _attention.attention(
                         query[0, span],
                         key[0, span],
@@ -431,29 +448,22 @@ class EncoderStages:
                         masks[k],
                         rows,
                         length,
-                        heads_width // head_width,
+                        query.shape[-1] // head_width,
                         alpha,
                         self._sum_exp,
                         context[0, span],
                     )
-                (hidden,) = self._dense_out[layer].run(
-                    None, {self._context[layer]: context, layer_in: hidden}
-                )
-                continue
-            attention = self._attention[layer]
-            for k, (rows, length) in enumerate(shapes):
-                span = slice(bounds[k], bounds[k + 1])
-                (out,) = attention.run(
-                    None,
-                    {
-                        query_name: query[0, span].reshape(rows, length, heads_width),
-                        key_name: key[0, span].reshape(rows, length, heads_width),
-                        value_name: value[0, span].reshape(rows, length, heads_width),
-                        layer_in: hidden[0, span].reshape(rows, length, width),
-                        self._mask: masks[k],
-                    },
-                )
-                context[0, span] = out.reshape(-1, heads_width)
+                else:
+                    context[0, span] = self._stage_attention(
+                        layer,
+                        query[0, span],
+                        key[0, span],
+                        value[0, span],
+                        hidden[0, span],
+                        masks[k],
+                        rows,
+                        length,
+                    )
             (hidden,) = self._dense_out[layer].run(None, {self._context[layer]: context, layer_in: hidden})
         return [
             np.asarray(hidden[0, bounds[k] : bounds[k + 1]].reshape(rows, length, width), dtype=np.float32)
