@@ -43,6 +43,7 @@ class Mutant:
 BATCHER_TESTS = "tests/runtime/inference/test_batcher.py"
 PACKED_TESTS = "tests/runtime/inference/test_packed_passes.py"
 ATTENTION_TESTS = "tests/runtime/inference/test_attention_kernel.py"
+HUGE_PAGE_TESTS = "tests/runtime/inference/test_huge_pages.py"
 IN_PROCESS = "tests/serve/test_serve_in_process.py"
 QUEUED = f"{IN_PROCESS}::test_queue_depth_latencies_and_counters_while_requests_wait_at_a_held_pass"
 SPEED = f"{IN_PROCESS}::test_tokens_per_second_is_the_pass_tokens_between_two_scrapes_over_their_interval"
@@ -304,6 +305,22 @@ MUTANTS = (
         "                if self._sum_exp is None and self.layers < 0:\n",
         (f"{ATTENTION_TESTS}::test_packed_stages_choose_the_kernel_and_keep_the_whole_graphs_bits",),
         "passes run onnxruntime's attention although simkernel's kernel was chosen",
+    ),
+    Mutant(
+        "huge-pages-never-collapsed",
+        "src/simkernel/runtime/inference/huge_pages.py",
+        "        if madvise(start, end - start, MADV_COLLAPSE) == 0:\n",
+        "        if madvise(start, end - start, MADV_COLLAPSE) == 0 and end < start:\n",
+        (HUGE_PAGE_TESTS,),
+        "a model's weights stay on 4 KiB pages although the kernel would collapse them",
+    ),
+    Mutant(
+        "huge-pages-stages-left-out",
+        "src/simkernel/runtime/inference/text_encoder.py",
+        "            with _CUTTING, collapsed_while_loading() as self.packed_huge_pages:\n",
+        "            with _CUTTING:\n",
+        (HUGE_PAGE_TESTS,),
+        "the packed stages' weights (a second copy of the model) stay on 4 KiB pages",
     ),
     Mutant(
         "packed-passes-never-used",

@@ -9,6 +9,7 @@
     python benchmarks/studies/shared_passes.py --shares        # one call, 16 threads, 64 tasks, by pair length
     python benchmarks/studies/shared_passes.py --callers       # 16 threads: a caller's CPU, step by step
     python benchmarks/studies/shared_passes.py --attention     # attention cores: onnxruntime's stage or the kernel
+    python benchmarks/studies/shared_passes.py --huge-pages    # the model's memory on 4 KiB or 2 MiB pages
 
 Concurrent single-pair callers share passes (simkernel.runtime.inference.batcher); a pass is split into
 batches of ONE token length so that a text's bits never depend on its pass-mates. With 16 callers a pass
@@ -699,6 +700,89 @@ def attention(rounds: int) -> None:
         print(f"| {label}: {len(padded)} batches, {tokens} tokens | {times[0]:.2f} | {times[1]:.2f} |")
 
 
+def _huge_pages_probe() -> None:
+    """One process of ``--huge-pages``: prints one JSON line of its measurements (see huge_pages)."""
+    import json
+
+    from bench_latency import forget, one_call, threaded
+    from simkernel.runtime.inference.packed_passes import chunk_rows
+    from simkernel.runtime.inference.tokenizer import length_sorted_batches
+
+    texts = distinct_texts()
+    evaluator = _packed_evaluator()
+    encoder = evaluator._similarity_model
+    stages, tokenizer = encoder._stages, encoder._tokenizer
+    found: dict[str, float] = {}
+    for label, sample in (("chunk_16_threads_ms", texts[4000:4032]), ("chunk_one_call_ms", texts[4000:4800])):
+        encodings = tokenizer.encode(sample)
+        batches = length_sorted_batches(encodings, 32)
+        chunk = chunk_rows(batches, [len(encodings[r[0]].ids) for r in batches], 2)[0]
+        padded = [tokenizer.pad_batch([encodings[i] for i in rows]) for rows in chunk]
+        best = float("inf")
+        for _ in range(5):
+            start = time.perf_counter()
+            for _ in range(10):
+                stages.run_chunk(padded)
+            best = min(best, (time.perf_counter() - start) / 10)
+        found[label] = best * 1e3
+    lone = []
+    for text in texts[:300]:
+        start = time.perf_counter()
+        encoder._session.run(
+            *(lambda b: (b.input_ids, b.attention_mask, b.token_type_ids))(
+                tokenizer.pad_batch(tokenizer.encode([text]))
+            )
+        )
+        lone.append(time.perf_counter() - start)
+    found["lone_text_p50_ms"] = statistics.median(lone) * 1e3
+    pairs = [(texts[2 * i], texts[2 * i + 1]) for i in range(2000, 2400)]
+    forget(evaluator)
+    threaded(evaluator, pairs[:64], 16)  # warm-up
+    rates = []
+    for _ in range(2):
+        forget(evaluator)
+        one = one_call(evaluator, pairs)
+        forget(evaluator)
+        rates.append((one, threaded(evaluator, pairs, 16)[0]))
+    found["one_call_pairs_s"] = statistics.median(r[0] for r in rates)
+    found["share_16_threads"] = statistics.median(r[1] / r[0] for r in rates)
+    with open("/proc/self/smaps_rollup") as rollup:
+        for line in rollup:
+            if line.startswith(("Rss:", "AnonHugePages:")):
+                found[line.split(":")[0] + "_mib"] = int(line.split()[1]) / 1024
+    found["collapsed_mib"] = (encoder._session.huge_page_bytes + encoder.packed_huge_pages.collapsed) / 2**20
+    print(json.dumps(found))
+
+
+def huge_pages(rounds: int) -> None:
+    """The model's memory on 4 KiB pages (``SIMKERNEL_HUGE_PAGES=0``) or collapsed onto 2 MiB pages (the
+    default where the kernel allows, simkernel.runtime.inference.huge_pages): one process each, alternating,
+    ``rounds`` times. Each times a chunk of a 16-thread pass (13 short texts) and of one call (about 415
+    tokens) on one thread (min of 5 x 10), a lone text through the whole graph (p50 of 300), and one call and
+    16 threads on the shortest pairs (medians of 2), with RSS and the memory on huge pages."""
+    import json
+    import subprocess
+
+    runs: dict[str, list[dict]] = {"0": [], "1": []}
+    for _ in range(rounds):
+        for switch in runs:
+            env = {**os.environ, "SIMKERNEL_HUGE_PAGES": switch}
+            done = subprocess.run(
+                [sys.executable, __file__, "--huge-pages-probe"],
+                env=env,
+                capture_output=True,
+                text=True,
+                check=True,
+            )
+            runs[switch].append(json.loads(done.stdout.splitlines()[-1]))
+    keys = list(runs["0"][0])
+    print("| measure | 4 KiB pages (SIMKERNEL_HUGE_PAGES=0), each run | huge pages, each run |")
+    print("|---|---|---|")
+    for key in keys:
+        cells = [" / ".join(f"{run[key]:.3g}" for run in runs[switch]) for switch in runs]
+        print(f"| {key} | {cells[0]} | {cells[1]} |")
+
+
 # the studies by option, in the order they run when several are chosen
 STUDIES = {
     "run-cost": lambda args: run_cost(),
@@ -710,13 +794,16 @@ STUDIES = {
     "shares": lambda args: shares(args.rounds),
     "callers": lambda args: callers(args.rounds),
     "attention": lambda args: attention(args.rounds),
+    "huge-pages": lambda args: huge_pages(args.rounds),
+    "huge-pages-probe": lambda args: _huge_pages_probe(),
 }
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     for name in STUDIES:
-        parser.add_argument(f"--{name}", action="store_true")
+        hidden = name.endswith("-probe")  # a child process of another study
+        parser.add_argument(f"--{name}", action="store_true", help=argparse.SUPPRESS if hidden else None)
     parser.add_argument("--pairs", type=int, default=400)
     parser.add_argument("--rounds", type=int, default=4)
     parser.add_argument(

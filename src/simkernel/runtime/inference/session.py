@@ -32,6 +32,7 @@ import numpy as np
 
 from simkernel.cpu_budget import available_cpus
 from simkernel.errors import ModelError
+from simkernel.runtime.inference.huge_pages import collapsed_while_loading
 
 _LEVELS = ("disable", "basic", "extended", "all")
 # output names of the token embeddings, best first (simkernel's exporter, then optimum/the hub)
@@ -125,6 +126,7 @@ class OnnxEncoderSession:
         self.threads = threads
         self._optimization = optimization
         cpus = available_cpus()
+        self.huge_page_bytes = 0  # of the sessions' memory, moved onto huge pages at load (huge_pages)
         self._session = self._load(threads or cpus, chosen)
         self.providers = tuple(self._session.get_providers())
         self.input_names = tuple(i.name for i in self._session.get_inputs())
@@ -149,11 +151,14 @@ class OnnxEncoderSession:
 
         options = session_options(intra_op_threads, self._optimization)
         try:
-            return ort.InferenceSession(str(self.path), sess_options=options, providers=providers)
+            with collapsed_while_loading() as huge_pages:  # its weights on huge pages: fewer TLB misses
+                session = ort.InferenceSession(str(self.path), sess_options=options, providers=providers)
         except Exception as exc:  # onnxruntime raises its own (Fail, InvalidProtobuf, ...) classes
             raise ModelError(
                 f"cannot load {self.path}: {exc}. The file is corrupt or truncated; re-export it (`simkernel models export SRC DST`, `simkernel models prepare` for the default model) or delete the model folder so it is downloaded again."
             ) from exc
+        self.huge_page_bytes += huge_pages.collapsed
+        return session
 
     @property
     def uses_token_type_ids(self) -> bool:
