@@ -77,9 +77,12 @@ def test_lowercase_option(reference_checkpoint):
 
 
 def test_left_padding():
-    class Enc:
+    class Enc:  # what pad_batch reads of a tokenizers.Encoding
         def __init__(self, ids):
             self.ids, self.type_ids = ids, [0] * len(ids)
+
+        def __len__(self):
+            return len(self.ids)
 
     batch = pad_batch([Enc([5, 6, 7]), Enc([8])], pad_id=1, padding_side="left")
     assert batch.input_ids.tolist() == [[5, 6, 7], [1, 1, 8]]
@@ -112,3 +115,4 @@ def test_length_sorted_batches(tok, sas_texts, batch_size):
     for b in batches:  # equal lengths keep their input order
         assert all(i < j for i, j in zip(b, b[1:], strict=False))
     assert length_sorted_batches([], batch_size) == []
+

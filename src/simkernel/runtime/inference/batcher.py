@@ -344,7 +344,7 @@ class PassBatcher:
                 index.append(slot)
             where.append(np.asarray(index, dtype=np.int64))
         batch_size = min(call.batch_size for call, _, _ in work)
-        tokens = sum(len(encoding.ids) for encoding in encodings)
+        tokens = sum(len(encoding) for encoding in encodings)
         try:
             out = self._run_pass(encodings, batch_size)
         except Exception as exc:

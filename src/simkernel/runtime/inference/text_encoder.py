@@ -447,7 +447,7 @@ class BundleTextEncoder:
         batches = length_sorted_batches(encodings, batch_size)
         stages = self._stages
         if stages is not None and len(batches) > 1:
-            lengths = [len(encodings[rows[0]].ids) for rows in batches]
+            lengths = [len(encodings[rows[0]]) for rows in batches]
             chunks = chunk_rows(batches, lengths, self._session.workers)
 
             def embed_chunk(chunk: list[np.ndarray]) -> list[np.ndarray]:

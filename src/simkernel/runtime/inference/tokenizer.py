@@ -116,7 +116,7 @@ def length_sorted_batches(encodings: Sequence, batch_size: int) -> list[np.ndarr
     batches of the longest texts first (so parallel workers finish together; the batches themselves do
     not depend on this order). Fewer rows per batch than a plain length sort on short calls, but no
     padding work: measured no slower (2,000 short texts 15.3 s vs 17.3 s; 32 pairs 322 vs 368 ms)."""
-    lengths = np.fromiter((len(e.ids) for e in encodings), dtype=np.int64, count=len(encodings))
+    lengths = np.fromiter((len(e) for e in encodings), dtype=np.int64, count=len(encodings))
     order = np.argsort(lengths, kind="stable")
     groups = np.split(order, np.flatnonzero(np.diff(lengths[order])) + 1) if len(order) else []
     batches = [
@@ -131,12 +131,12 @@ def pad_batch(encodings: Sequence, pad_id: int, padding_side: str = "right") -> 
     Padded positions get ``pad_id``, attention mask 0 and token type 0.
     """
     n = len(encodings)
-    width = max((len(e.ids) for e in encodings), default=0)
+    lengths = [len(e) for e in encodings]  # an Encoding's length without copying its ids into a list
+    width = max(lengths, default=0)
     ids = np.full((n, width), pad_id, dtype=np.int64)
     mask = np.zeros((n, width), dtype=np.int64)
     types = np.zeros((n, width), dtype=np.int64)
-    for row, enc in enumerate(encodings):
-        length = len(enc.ids)
+    for row, (enc, length) in enumerate(zip(encodings, lengths, strict=True)):
         cols = slice(0, length) if padding_side == "right" else slice(width - length, width)
         ids[row, cols] = enc.ids
         mask[row, cols] = 1
