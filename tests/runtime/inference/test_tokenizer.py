@@ -115,4 +115,3 @@ def test_length_sorted_batches(tok, sas_texts, batch_size):
     for b in batches:  # equal lengths keep their input order
         assert all(i < j for i, j in zip(b, b[1:], strict=False))
     assert length_sorted_batches([], batch_size) == []
-
