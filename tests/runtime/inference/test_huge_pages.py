@@ -18,15 +18,16 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from simkernel.runtime.inference.huge_pages import (
-    HUGE_PAGE_BYTES,
     collapsed_while_loading,
     huge_page_aligned,
+    huge_page_bytes,
     new_spans,
     thp_setting,
     wanted,
 )
 
 PAGE = 4096
+HUGE_PAGE_BYTES = 2 << 20  # the tests' spans; the system's own size for real memory: huge_page_bytes()
 linux_only = pytest.mark.skipif(not os.path.exists("/proc/self/maps"), reason="needs Linux's /proc")
 
 
@@ -60,7 +61,9 @@ def test_new_spans_are_exactly_the_pages_mapped_in_between(before_pages, after_p
 @given(st.lists(st.tuples(st.integers(0, 3000), st.integers(1, 3000)), max_size=20))
 def test_huge_page_aligned_keeps_every_whole_huge_page_and_nothing_else(raw):
     spans = [(start * PAGE, (start + length) * PAGE) for start, length in raw]
-    for (start, end), aligned in zip(spans, [huge_page_aligned([span]) for span in spans], strict=True):
+    for (start, end), aligned in zip(
+        spans, [huge_page_aligned([span], HUGE_PAGE_BYTES) for span in spans], strict=True
+    ):
         whole = [
             (k * HUGE_PAGE_BYTES, (k + 1) * HUGE_PAGE_BYTES)
             for k in range(start // HUGE_PAGE_BYTES, end // HUGE_PAGE_BYTES + 1)
@@ -104,8 +107,8 @@ def test_wanted_follows_the_system_and_the_switch(monkeypatch, tmp_path):
     assert wanted(setting) is False
 
 
-def anonymous_huge_kib(address: int) -> int:
-    """AnonHugePages (KiB) of the mapping that holds ``address``, from /proc/self/smaps."""
+def vma_kib(address: int, field: str = "AnonHugePages") -> int:
+    """A field of /proc/self/smaps (KiB) for the mapping that holds ``address``: the kernel's own account."""
     inside = False
     with open("/proc/self/smaps") as lines:
         for line in lines:
@@ -116,14 +119,20 @@ def anonymous_huge_kib(address: int) -> int:
                 except ValueError:
                     continue
                 inside = start <= address < end
-            elif inside and fields[0] == "AnonHugePages:":
+            elif inside and fields[0] == f"{field}:":
                 return int(fields[1])
     raise AssertionError(f"no mapping holds {address:#x}")
 
 
-def touched_mapping(size: int = 8 << 20):
+def anonymous_huge_kib(address: int) -> int:
+    return vma_kib(address, "AnonHugePages")
+
+
+def touched_mapping(size: int = 8 << 20, touched: int | None = None):
+    """An anonymous mapping of ``size`` bytes whose first ``touched`` bytes (all by default) are written."""
     memory = mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
-    memory.write(b"\1" * size)  # faulted in on 4 KiB pages (this file's processes advise nothing)
+    for offset in range(0, size if touched is None else touched, mmap.PAGESIZE):
+        memory[offset] = 1  # faulted in on small pages, one at a time (no buffer of that size meanwhile)
     return memory, ctypes.addressof(ctypes.c_char.from_buffer(memory))
 
 
@@ -136,8 +145,9 @@ def kernel_collapses() -> bool:
     try:  # asked here, not through the code under test: a broken collapse() must fail, not skip
         libc = ctypes.CDLL(None, use_errno=True)
         libc.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
-        start = -(-address // HUGE_PAGE_BYTES) * HUGE_PAGE_BYTES
-        return libc.madvise(start, HUGE_PAGE_BYTES, 25) == 0 and anonymous_huge_kib(start) >= 2048
+        size = huge_page_bytes()
+        start = -(-address // size) * size
+        return libc.madvise(start, size, 25) == 0 and anonymous_huge_kib(start) * 1024 >= size
     finally:
         memory.close()
 
@@ -159,6 +169,40 @@ def test_the_memory_mapped_while_loading_is_collapsed_onto_huge_pages(monkeypatc
         with collapsed_while_loading() as again:
             pass
         assert again.mapped == 0
+    finally:
+        memory.close()
+
+
+def resident_pages(start: int, end: int) -> int:
+    """Pages of [start, end) in memory, by the kernel's mincore (asked here, not through the code under test)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_char_p]
+    page = os.sysconf("SC_PAGE_SIZE")
+    start, end = start // page * page, -(-end // page) * page
+    vector = ctypes.create_string_buffer((end - start) // page)
+    assert libc.mincore(start, end - start, vector) == 0, ctypes.get_errno()
+    return sum(flag & 1 for flag in vector.raw)
+
+
+@linux_only
+def test_memory_never_touched_is_not_collapsed(monkeypatch):
+    """Half of a mapping written, half never: only huge pages at least half in memory are made, so the process
+    does not grow by the half it never touched (a thread's stack, an arena's unused end)."""
+    monkeypatch.delenv("SIMKERNEL_HUGE_PAGES", raising=False)
+    if not kernel_collapses():
+        pytest.skip(
+            "this kernel does not collapse memory onto huge pages (Linux < 6.1, THP never, or none free)"
+        )
+    half = 8 << 20
+    with collapsed_while_loading() as report:
+        memory, address = touched_mapping(2 * half, touched=half)
+    try:
+        assert report.mapped >= 2 * half - (2 << 20)
+        assert 6 << 20 <= report.collapsed <= half  # the written half's whole huge pages, not the rest
+        assert anonymous_huge_kib(address) * 1024 >= 6 << 20
+        size = huge_page_bytes()
+        untouched = -(-(address + half) // size) * size  # the first huge page past the written half
+        assert resident_pages(untouched, address + 2 * half) == 0
     finally:
         memory.close()
 

@@ -10,10 +10,13 @@ Linux gives a process huge pages by default only where ``/sys/kernel/mm/transpar
 ``always``; the common default, ``madvise``, gives them where a program asks. simkernel asks for the
 memory a session mapped while it loaded (:func:`collapsed_while_loading`): ``madvise(MADV_COLLAPSE)``
 (Linux 6.1 and later) moves those pages onto huge pages at once, and nothing else changes (later
-allocations, other memory of the process, a thread's stack: no advice is left behind). Measured on a
-2-core AMD EPYC under KVM: the dense layers of a packed pass of 75 tokens 235 -> 224 us per token, one call's
-chunks of 415 tokens 214 -> 210 (``python benchmarks/studies/shared_passes.py --huge-pages``); RSS +24 MiB
-for the default model's sessions (a huge page is whole even where the allocator left some of it unused).
+allocations, other memory of the process: no advice is left behind). Only huge pages of which at least half
+the small pages are in memory already are collapsed (:data:`RESIDENT_SHARE`, counted with ``mincore``): the
+weights, written whole at load, qualify; a thread's stack or an arena's unused end does not, so the process
+grows by at most what it touched (RSS +4-13 MiB for the default model's sessions, +24 without the rule).
+Measured on a 2-core AMD EPYC under KVM (``python benchmarks/studies/shared_passes.py --huge-pages``): a
+chunk of a 16-thread pass (13 short texts, 75 tokens) 17.6-18.2 -> 17.0-17.1 ms; a chunk of one call (415
+tokens), which does more arithmetic per weight read, and a lone text unchanged within the noise.
 
 Nothing is done where the system says ``never``, on other systems, or with ``SIMKERNEL_HUGE_PAGES=0``; a
 kernel that refuses (older than 6.1, no free huge page at hand) leaves the pages as they were: the same
@@ -29,11 +32,15 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
-HUGE_PAGE_BYTES = 2 << 20  # x86-64 and arm64 (4 KiB base pages): the size MADV_COLLAPSE makes
 MADV_COLLAPSE = 25  # <asm-generic/mman-common.h>, Linux 6.1
 THP_SETTING = Path("/sys/kernel/mm/transparent_hugepage/enabled")
+THP_SIZE = Path("/sys/kernel/mm/transparent_hugepage/hpage_pmd_size")  # bytes of a huge page
 MAPS = Path("/proc/self/maps")
 ENVIRONMENT_SWITCH = "SIMKERNEL_HUGE_PAGES"  # "0": leave the model's memory on the pages it got
+# a huge page is made only where at least this share of its small pages is in memory already, so that the
+# process grows by at most what it touched (khugepaged's own default fills a huge page from one small page:
+# max_ptes_none = 511 of 512)
+RESIDENT_SHARE = 0.5
 
 Span = tuple[int, int]  # [start, end) in bytes of the address space
 
@@ -91,14 +98,50 @@ def new_spans(before: list[Span], after: list[Span]) -> list[Span]:
     return out
 
 
-def huge_page_aligned(spans: list[Span]) -> list[Span]:
-    """Each span shrunk to whole huge pages; spans with none dropped."""
+def huge_page_bytes(path: Path = THP_SIZE) -> int:
+    """The size of a huge page of this system (2 MiB on x86-64, and on arm64 with 4 KiB pages)."""
+    try:
+        return int(path.read_text())
+    except (OSError, ValueError):
+        return 2 << 20
+
+
+def huge_page_aligned(spans: list[Span], size: int) -> list[Span]:
+    """Each span shrunk to whole huge pages of ``size`` bytes; spans with none dropped."""
     out = []
     for start, end in spans:
-        low = -(-start // HUGE_PAGE_BYTES) * HUGE_PAGE_BYTES
-        high = end // HUGE_PAGE_BYTES * HUGE_PAGE_BYTES
+        low = -(-start // size) * size
+        high = end // size * size
         if high > low:
             out.append((low, high))
+    return out
+
+
+def resident(spans: list[Span], size: int, share: float = RESIDENT_SHARE) -> list[Span]:
+    """The huge pages (of ``size`` bytes, ``spans`` aligned to them) of which at least ``share`` of the small
+    pages are in memory, by ``mincore``; adjacent ones merged into spans."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    mincore = libc.mincore
+    mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_char_p]
+    mincore.restype = ctypes.c_int
+    page = os.sysconf("SC_PAGE_SIZE")
+    per_huge = size // page
+    out: list[Span] = []
+    for start, end in spans:
+        pages = (end - start) // page
+        vector = ctypes.create_string_buffer(pages)
+        if mincore(start, end - start, vector) != 0:
+            continue  # unmapped meanwhile: nothing to collapse
+        flags = vector.raw
+        for first in range(0, pages, per_huge):
+            present = sum(flag & 1 for flag in flags[first : first + per_huge])
+            if present < share * per_huge:
+                continue
+            low = start + first * page
+            if out and out[-1][1] == low:
+                out[-1] = (out[-1][0], low + size)
+            else:
+                out.append((low, low + size))
     return out
 
 
@@ -120,7 +163,7 @@ def collapse(spans: list[Span]) -> int:
 @dataclasses.dataclass(slots=True)
 class HugePageReport:
     """What :func:`collapsed_while_loading` did: ``mapped`` bytes of whole huge pages the block mapped,
-    ``collapsed`` of them now on huge pages (both 0 when not :func:`wanted`)."""
+    ``collapsed`` of them now on huge pages (those at least half in memory; both 0 when not :func:`wanted`)."""
 
     mapped: int = 0
     collapsed: int = 0
@@ -139,9 +182,10 @@ def collapsed_while_loading() -> Iterator[HugePageReport]:
     yield report
     if before is None:
         return
+    size = huge_page_bytes()
     try:
-        spans = huge_page_aligned(new_spans(before, anonymous_spans()))
+        spans = huge_page_aligned(new_spans(before, anonymous_spans()), size)
     except OSError:
         return
     report.mapped = sum(end - start for start, end in spans)
-    report.collapsed = collapse(spans)
+    report.collapsed = collapse(resident(spans, size))
