@@ -315,6 +315,14 @@ MUTANTS = (
         "a model's weights stay on 4 KiB pages although the kernel would collapse them",
     ),
     Mutant(
+        "huge-pages-untouched-collapsed",
+        "src/simkernel/runtime/inference/huge_pages.py",
+        "RESIDENT_SHARE = 0.5\n",
+        "RESIDENT_SHARE = 0.0\n",
+        (HUGE_PAGE_TESTS,),
+        "memory the process never touched (a thread's stack, an arena's unused end) is filled into huge pages",
+    ),
+    Mutant(
         "huge-pages-stages-left-out",
         "src/simkernel/runtime/inference/text_encoder.py",
         "            with _CUTTING, collapsed_while_loading() as self.packed_huge_pages:\n",
