@@ -631,6 +631,18 @@ def callers(rounds: int) -> None:
         text_encoder.BundleTextEncoder._assemble, text_encoder.BundleTextEncoder.encode = assemble, encode
 
 
+def _first_chunk(tokenizer, texts: list[str]) -> list:
+    """The padded batches of the first of the two chunks a packed pass of ``texts`` runs on two workers
+    (32 texts: a 16-thread pass's half; 800: a chunk of one call)."""
+    from simkernel.runtime.inference.packed_passes import chunk_rows
+    from simkernel.runtime.inference.tokenizer import length_sorted_batches
+
+    encodings = tokenizer.encode(texts)
+    batches = length_sorted_batches(encodings, 32)
+    chunk = chunk_rows(batches, [len(encodings[rows[0]]) for rows in batches], 2)[0]
+    return [tokenizer.pad_batch([encodings[i] for i in rows]) for rows in chunk]
+
+
 def attention(rounds: int) -> None:
     """The attention cores of a packed pass: onnxruntime's attention stage against simkernel's kernel
     (csrc/attention.h), microseconds per call by rows x token length (one thread, random inputs), then a
@@ -638,8 +650,6 @@ def attention(rounds: int) -> None:
     with each of them, min of ``rounds`` x 20 runs."""
     from simkernel import _attention
     from simkernel.runtime import TextEncoder
-    from simkernel.runtime.inference.packed_passes import chunk_rows
-    from simkernel.runtime.inference.tokenizer import length_sorted_batches
 
     encoder = TextEncoder(MODEL_ID, cache_size=0, batching=False)
     assert encoder.prepare_packed_passes(), encoder.packed_status
@@ -680,10 +690,7 @@ def attention(rounds: int) -> None:
     print("\n| chunk | onnxruntime's attention ms | simkernel's kernel ms |")
     print("|---|---:|---:|")
     for label, sample in (("16-thread pass", texts[4000:4032]), ("one call", texts[4000:4800])):
-        encodings = tokenizer.encode(sample)
-        batches = length_sorted_batches(encodings, 32)
-        chunk = chunk_rows(batches, [len(encodings[r[0]].ids) for r in batches], 2)[0]
-        padded = [tokenizer.pad_batch([encodings[i] for i in rows]) for rows in chunk]
+        padded = _first_chunk(tokenizer, sample)
         tokens = sum(batch.input_ids.size for batch in padded)
         times = []
         for kernel in (None, sum_exp):
@@ -705,8 +712,6 @@ def _huge_pages_probe() -> None:
     import json
 
     from bench_latency import forget, one_call, threaded
-    from simkernel.runtime.inference.packed_passes import chunk_rows
-    from simkernel.runtime.inference.tokenizer import length_sorted_batches
 
     texts = distinct_texts()
     evaluator = _packed_evaluator()
@@ -714,10 +719,7 @@ def _huge_pages_probe() -> None:
     stages, tokenizer = encoder._stages, encoder._tokenizer
     found: dict[str, float] = {}
     for label, sample in (("chunk_16_threads_ms", texts[4000:4032]), ("chunk_one_call_ms", texts[4000:4800])):
-        encodings = tokenizer.encode(sample)
-        batches = length_sorted_batches(encodings, 32)
-        chunk = chunk_rows(batches, [len(encodings[r[0]].ids) for r in batches], 2)[0]
-        padded = [tokenizer.pad_batch([encodings[i] for i in rows]) for rows in chunk]
+        padded = _first_chunk(tokenizer, sample)
         best = float("inf")
         for _ in range(5):
             start = time.perf_counter()
@@ -728,11 +730,8 @@ def _huge_pages_probe() -> None:
     lone = []
     for text in texts[:300]:
         start = time.perf_counter()
-        encoder._session.run(
-            *(lambda b: (b.input_ids, b.attention_mask, b.token_type_ids))(
-                tokenizer.pad_batch(tokenizer.encode([text]))
-            )
-        )
+        batch = tokenizer.pad_batch(tokenizer.encode([text]))
+        encoder._session.run(batch.input_ids, batch.attention_mask, batch.token_type_ids)
         lone.append(time.perf_counter() - start)
     found["lone_text_p50_ms"] = statistics.median(lone) * 1e3
     pairs = [(texts[2 * i], texts[2 * i + 1]) for i in range(2000, 2400)]

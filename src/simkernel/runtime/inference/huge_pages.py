@@ -28,6 +28,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import dataclasses
+import functools
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -117,13 +118,21 @@ def huge_page_aligned(spans: list[Span], size: int) -> list[Span]:
     return out
 
 
+@functools.cache
+def _libc() -> ctypes.CDLL:
+    """The C library, with the signatures of the two calls this module makes."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_char_p]
+    libc.mincore.restype = ctypes.c_int
+    libc.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+    libc.madvise.restype = ctypes.c_int
+    return libc
+
+
 def resident(spans: list[Span], size: int, share: float = RESIDENT_SHARE) -> list[Span]:
     """The huge pages (of ``size`` bytes, ``spans`` aligned to them) of which at least ``share`` of the small
     pages are in memory, by ``mincore``; adjacent ones merged into spans."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    mincore = libc.mincore
-    mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_char_p]
-    mincore.restype = ctypes.c_int
+    mincore = _libc().mincore
     page = os.sysconf("SC_PAGE_SIZE")
     per_huge = size // page
     out: list[Span] = []
@@ -149,10 +158,7 @@ def collapse(spans: list[Span]) -> int:
     """``madvise(MADV_COLLAPSE)`` on each span (whole huge pages); the bytes the kernel collapsed. A span the
     kernel refuses (a thread's stack, memory it cannot find a huge page for, a kernel before 6.1) is
     left as it was."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    madvise = libc.madvise
-    madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
-    madvise.restype = ctypes.c_int
+    madvise = _libc().madvise
     done = 0
     for start, end in spans:
         if madvise(start, end - start, MADV_COLLAPSE) == 0:
