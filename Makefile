@@ -93,4 +93,4 @@ docs: setup
 lint: check
 
 clean:
-	rm -rf build src/simkernel/*.so src/simkernel/_cosine.c src/simkernel/_attention.c
+	rm -rf build src/simkernel/*.so src/simkernel/_cosine.c src/simkernel/_attention.c src/simkernel/_bootstrap.c

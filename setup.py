@@ -65,12 +65,24 @@ attention = Extension(
     extra_link_args=extra_link_args,
 )
 
+# The bootstrap's sums (csrc/bootstrap.h): plain C, the same on every machine, for simkernel.stats.intervals.
+bootstrap = Extension(
+    "simkernel._bootstrap",
+    sources=["src/simkernel/_bootstrap.pyx", "csrc/bootstrap.c"],
+    include_dirs=["csrc", np.get_include()],
+    define_macros=define_macros,
+    depends=["csrc/bootstrap.h"],
+    # no FMA contraction whatever the compiler's default: the sums round the same on every CPU
+    extra_compile_args=extra_compile_args + ([] if sys.platform == "win32" else ["-ffp-contract=off"]),
+    extra_link_args=extra_link_args,
+)
+
 setup(
     # the C file Cython generates is a build intermediate: the wheel ships the compiled extension (and the
     # .pyx/.pxd/.pyi of package-data), the sdist regenerates it
-    exclude_package_data={"simkernel": ["_cosine.c", "_attention.c"]},
+    exclude_package_data={"simkernel": ["_cosine.c", "_attention.c", "_bootstrap.c"]},
     ext_modules=cythonize(
-        [extension, attention],
+        [extension, attention, bootstrap],
         language_level=3,
         compiler_directives={
             "boundscheck": debug,

@@ -18,12 +18,12 @@ rm -rf "$OUT"
 mkdir -p "$OUT/src"
 cp -r setup.py pyproject.toml csrc "$OUT/"
 cp -r src/simkernel "$OUT/src/"
-find "$OUT/src" \( -name '*.so' -o -name '_cosine.c' -o -name '_attention.c' -o -name __pycache__ \) -prune -exec rm -rf {} +
+find "$OUT/src" \( -name '*.so' -o -name '_cosine.c' -o -name '_attention.c' -o -name '_bootstrap.c' -o -name __pycache__ \) -prune -exec rm -rf {} +
 (cd "$OUT" && SIMKERNEL_SANITIZE=1 "$PY" setup.py -q build_ext --inplace >/dev/null)
 SO=$(ls "$OUT"/src/simkernel/_cosine*.so)
 # the build must really be instrumented: it links the sanitizer runtimes (ldd's whole output is read first:
 # `ldd | grep -q` under pipefail fails at random when grep exits before ldd has written everything)
-for EXT in "$SO" "$(ls "$OUT"/src/simkernel/_attention*.so)"; do
+for EXT in "$SO" "$(ls "$OUT"/src/simkernel/_attention*.so)" "$(ls "$OUT"/src/simkernel/_bootstrap*.so)"; do
     LINKED=$(ldd "$EXT")
     grep -q libasan <<<"$LINKED" || { echo "error: $EXT is not linked against libasan" >&2; exit 1; }
     grep -q libubsan <<<"$LINKED" || { echo "error: $EXT is not linked against libubsan" >&2; exit 1; }
@@ -39,4 +39,5 @@ LOADED=$(LD_PRELOAD="$ASAN $UBSAN" ASAN_OPTIONS=detect_leaks=0 PYTHONPATH="$OUT/
 [ "$(realpath "$LOADED")" = "$(realpath "$SO")" ] || { echo "error: tests would import $LOADED, not $SO" >&2; exit 1; }
 # the GIL-release test times a slow instrumented loop against a thread; its point is not memory safety
 LD_PRELOAD="$ASAN $UBSAN" PYTHONPATH="$OUT/src" SIMKERNEL_SANITIZED=1 \
-    "$PY" -m pytest tests/kernels -q -p no:cacheprovider -k "not gil_is_released" "$@"
+    "$PY" -m pytest tests/kernels tests/stats/test_bootstrap_kernel.py tests/stats/test_intervals.py -q -p no:cacheprovider \
+    -k "not gil_is_released" "$@"

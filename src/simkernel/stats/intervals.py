@@ -1,16 +1,19 @@
-"""Confidence intervals of evaluation figures, vectorised in numpy float64.
+"""Confidence intervals of evaluation figures, in float64 (numpy, and a C kernel for the bootstrap's sums).
 
 **Bootstrap (the mean, Pearson's r, Spearman's rho).** The rows are resampled with replacement
 ``resamples`` times (default 10,000), drawn in turn from ``numpy.random.default_rng(seed)``
 (:func:`resample_counts`: the classic multinomial resamples up to 1,000 rows, the Poisson bootstrap's
 independent Poisson(1) row counts above, several times faster to draw), so an interval depends on
-``(data, resamples, seed)`` only (the rows are taken in the order of ``x``'s values). Every statistic is computed on all resamples at
-once from the count matrix ``W`` (resamples x rows): the mean as ``W @ x / n`` (BLAS), Pearson's r from
-the weighted moments of the centred values, Spearman's rho as Pearson's r of each resample's own average
-ranks (ties share the mean of the ranks they span, as in :func:`~simkernel.stats.correlation.spearman`),
-computed from cumulative counts over the distinct values, without sorting any resample. Chunks of a few
-hundred resamples keep the work in cache and the memory at a few MiB whatever ``resamples`` is. The mean,
-r and rho of one call share the same resamples.
+``(data, resamples, seed)`` only (the rows are taken in the order of ``x``'s values). For each resample, a
+row of counts, the native kernel (``simkernel._bootstrap``, csrc/bootstrap.h) writes in one pass over the
+rows the sums its statistics need: the rows drawn ``N``, the weighted moments of the values centred on the
+sample's means (the mean, Pearson's r), and the rank sums of Spearman's rho as Pearson's r of the
+resample's own average ranks (ties share the mean of the ranks they span, as in
+:func:`~simkernel.stats.correlation.spearman`), from cumulative counts over the distinct values, without
+sorting any resample, in exact integer arithmetic (:class:`_Sample`). The sums keep one order whatever the
+CPU, so the intervals do not depend on the machine. Chunks of a few hundred resamples keep the work in
+cache and the memory at a few MiB whatever ``resamples`` is. The mean, r and rho of one call share the
+same resamples.
 
 The interval is the **BCa** (bias-corrected and accelerated) percentile interval (Efron 1987; Efron &
 Tibshirani 1993, ch. 14; what ``scipy.stats.bootstrap(method="BCa")`` computes): with the estimate
@@ -43,6 +46,7 @@ from statistics import NormalDist
 
 import numpy as np
 
+from simkernel import _bootstrap
 from simkernel.cpu_budget import available_cpus
 from simkernel.stats.correlation import pearson, spearman
 from simkernel.stats.defaults import DEFAULT_LEVEL, DEFAULT_RESAMPLES, DEFAULT_SEED
@@ -66,7 +70,6 @@ POISSON_ROWS = 1000  # multinomial resamples up to this many rows; Poisson count
 _THREADED_CELLS = 1 << 22  # resamples x rows from which the statistics run on several threads
 _MAX_THREADS = 8
 _CHUNK_CELLS = 1 << 16  # resample x row cells per chunk (512 KiB of float64: in cache)
-_ONEHOT_GROUPS = 64  # labels with at most this many distinct values are summed by matrix products
 
 
 @dataclass(frozen=True)
@@ -122,7 +125,7 @@ def wilson(successes: int, n: int, level: float = DEFAULT_LEVEL) -> Interval | N
 
 
 def resample_counts(n: int, resamples: int, seed: int) -> Iterator[np.ndarray]:
-    """The bootstrap resamples of ``n`` rows as row counts, in chunks: float64 arrays (chunk x n), row
+    """The bootstrap resamples of ``n`` rows as row counts, in chunks: uint16 arrays (chunk x n), row
     ``k`` holding how often each row was drawn into resample ``k``; ``resamples`` rows in all, drawn in
     turn from ``numpy.random.default_rng(seed)``.
 
@@ -142,18 +145,17 @@ def resample_counts(n: int, resamples: int, seed: int) -> Iterator[np.ndarray]:
         if n > POISSON_ROWS:
             cells = size * n
             uniform = rng.bit_generator.random_raw((cells + 3) // 4).view(np.uint16)[:cells]
-            counts = np.zeros(cells, dtype=np.uint8)
-            for edge in _POISSON_EDGES:
-                counts += uniform >= edge
-            yield counts.reshape(size, n).astype(np.float64)
+            counts = np.empty(cells, dtype=np.uint16)
+            _bootstrap.poisson_counts(uniform, _POISSON_EDGES, counts)
+            yield counts.reshape(size, n)
         else:
             rows = rng.integers(0, n, size=(size, n))
             rows += (np.arange(size, dtype=rows.dtype) * n)[:, None]
-            yield np.bincount(rows.ravel(), minlength=size * n).reshape(size, n).astype(np.float64)
+            yield np.bincount(rows.ravel(), minlength=size * n).reshape(size, n).astype(np.uint16)
         done += size
 
 
-def _poisson_edges(top: int = 8) -> np.ndarray:
+def _poisson_edges(top: int = _bootstrap.POISSON_EDGES) -> np.ndarray:
     """The 16-bit edges of Poisson(1)'s counts: a uniform ``u`` in [0, 2**16) gives the count
     ``#{k : u >= edge[k]}``, ``edge[k] = round(2**16 * P(X <= k))`` for k = 0 .. top - 1."""
     cdf = np.cumsum([math.exp(-1.0) / math.factorial(k) for k in range(top)])
@@ -175,98 +177,78 @@ def _jackknife_weights(n: int, seed: int) -> Iterator[np.ndarray]:
     chunk = max(1, _CHUNK_CELLS // n)
     for start in range(0, count, chunk):
         ids = np.arange(start, min(count, start + chunk))
-        yield (groups[None, :] != ids[:, None]).astype(np.float64)
+        yield (groups[None, :] != ids[:, None]).astype(np.uint16)
 
 
 class _Sample:
-    """One sample's precomputed parts and its statistics on any chunk of row weights (bootstrap counts or
-    jackknife 0/1 weights, one row of weights per resample).
+    """One sample's rows, sorted by ``x`` (the resamples' counts must be given in this order:
+    :attr:`order`), and its statistics on any chunk of row counts (bootstrap resamples or jackknife 0/1
+    weights, one row of counts per resample), from the sums of the native kernel (csrc/bootstrap.h: one
+    pass over the rows per resample).
 
-    The rows are held sorted by ``x``, so that a resample's ranks of ``x`` are cumulative counts along
-    the row axis (the weights must be given in this order: :attr:`order`). Spearman's rho from the
-    weights ``w`` of the rows: each distinct value ``v`` drawn ``c_v`` times has the average rank
-    ``below_v + (c_v + 1) / 2`` (``below_v``: the rows drawn with a smaller value); the ranks are centred
-    on ``(N + 1) / 2`` (``N``: the rows drawn), and rho is ``sum(w rx ry) / sqrt(sum(w rx^2) sum(w ry^2))``.
-    The sums over the few distinct labels are matrix products with their one-hot columns.
+    - The mean: ``sum w x / N`` (``N``: the rows drawn).
+    - Pearson's r from the weighted moments of the values centred on the sample's means.
+    - Spearman's rho as Pearson's r of each resample's own average ranks: a distinct value ``v`` drawn
+      ``c_v`` times has the rank ``below_v + (c_v + 1) / 2`` (``below_v``: the rows drawn with a smaller
+      value), centred on ``(N + 1) / 2``; the kernel sums them in exact integer arithmetic, the squares by
+      the tie-corrected closed form ``((N^3 - N) - sum (t^3 - t)) / 12``.
+
+    The kernel's sums keep one order whatever the CPU, so an interval does not depend on the machine.
     """
 
-    def __init__(self, x: np.ndarray, y: np.ndarray | None) -> None:
+    def __init__(self, x: np.ndarray, y: np.ndarray | None, wanted: Sequence[str]) -> None:
+        self.wanted = list(wanted)
         self.order = np.argsort(x, kind="stable")
-        self.x = x[self.order]
-        self.xc = self.x - self.x.mean()
-        self.y: np.ndarray | None = None
+        x = x[self.order]
+        self.rows = x.size
+        columns = [x]
+        x_run_starts = y_order = y_group_starts = None
         if y is not None:
-            self.y = y[self.order]
-            self.yc = self.y - self.y.mean()
-            self.moments = np.stack(
-                [self.xc, self.yc, self.xc * self.xc, self.yc * self.yc, self.xc * self.yc], 1
-            )
-            self.x_scale = float(np.abs(self.xc).max()) ** 2
-            self.y_scale = float(np.abs(self.yc).max()) ** 2
-            self.x_runs = _runs(self.x)  # None: every x distinct (the rows are sorted by x)
-            y_order = np.argsort(self.y, kind="stable")
-            y_sorted = self.y[y_order]
-            y_new = np.r_[True, y_sorted[1:] != y_sorted[:-1]]
-            self.y_run = np.empty(self.y.size, dtype=np.intp)
-            self.y_run[y_order] = np.cumsum(y_new) - 1
-            self.y_groups = int(y_new.sum())
-            self.y_order = y_order
-            self.y_starts = np.flatnonzero(y_new)
-            # few distinct labels: one-hot columns, so that sums by label are matrix products
-            self.y_onehot = (
-                (self.y_run[:, None] == np.arange(self.y_groups)[None, :]).astype(np.float64)
-                if self.y_groups <= _ONEHOT_GROUPS
-                else None
-            )
+            y = y[self.order]
+            if "pearson" in self.wanted:
+                xc, yc = x - x.mean(), y - y.mean()
+                columns += [xc, yc, xc * xc, yc * yc, xc * yc]
+                self.x_scale = float(np.abs(xc).max()) ** 2
+                self.y_scale = float(np.abs(yc).max()) ** 2
+            if "spearman" in self.wanted:
+                x_run_starts = _run_starts(x)
+                y_order = np.argsort(y, kind="stable")
+                y_group_starts = _run_starts(y[y_order])
+                if y_group_starts is None:  # every y distinct: a group per row
+                    y_group_starts = np.arange(x.size + 1, dtype=np.intp)
+        self._kernel = _bootstrap.Sample(np.stack(columns), x_run_starts, y_order, y_group_starts)
 
-    def values(self, weights: np.ndarray, wanted: Sequence[str]) -> dict[str, np.ndarray]:
-        total = weights.sum(axis=1)
+    def sums(self, counts: np.ndarray) -> np.ndarray:
+        """The kernel's sums of each resample of ``counts`` (resamples x rows, uint16): resamples x
+        ``_bootstrap.SUMS`` float64."""
+        sums = np.empty((counts.shape[0], _bootstrap.SUMS))
+        self._kernel.sums(counts, sums)
+        return sums
+
+    def statistics(self, sums: np.ndarray) -> dict[str, np.ndarray]:
+        """The wanted statistics of each resample, from its :meth:`sums`."""
+        total = sums[:, 0]
         out: dict[str, np.ndarray] = {}
-        if "mean" in wanted:
-            out["mean"] = weights @ self.x / total
-        if "pearson" in wanted:
-            m = weights @ self.moments / total[:, None]
+        if "mean" in self.wanted:
+            out["mean"] = sums[:, 1] / total
+        if "pearson" in self.wanted:
+            m = sums[:, 2:7] / total[:, None]
             vx = m[:, 2] - m[:, 0] ** 2
             vy = m[:, 3] - m[:, 1] ** 2
             out["pearson"] = _correlation(m[:, 4] - m[:, 0] * m[:, 1], vx, vy, self.x_scale, self.y_scale)
-        if "spearman" in wanted:
-            out["spearman"] = self._spearman(weights, total)
+        if "spearman" in self.wanted:
+            scale = float(self.rows) ** 2
+            out["spearman"] = _correlation(sums[:, 7], sums[:, 8], sums[:, 9], scale, scale)
         return out
 
-    def _spearman(self, weights: np.ndarray, total: np.ndarray) -> np.ndarray:
-        middle = ((total + 1.0) / 2.0)[:, None]
-        if self.x_runs is None:  # every x distinct: one row, one group
-            counts = weights
-        else:
-            counts = np.add.reduceat(weights, self.x_runs[0], axis=1)
-        rx = np.cumsum(counts, axis=1)
-        rx -= 0.5 * counts
-        rx += 0.5
-        rx -= middle  # centred average ranks of each distinct x
-        weighted = counts * rx
-        vx = np.einsum("ij,ij->i", weighted, rx)
-        if self.x_runs is not None:
-            weighted = weights * rx[:, self.x_runs[1]]  # back to one column per row
-        if self.y_onehot is not None:
-            y_counts = weights @ self.y_onehot
-            by_label = weighted @ self.y_onehot
-        else:
-            y_counts = np.add.reduceat(weights[:, self.y_order], self.y_starts, axis=1)
-            by_label = np.add.reduceat(weighted[:, self.y_order], self.y_starts, axis=1)
-        ry = np.cumsum(y_counts, axis=1) - 0.5 * y_counts + 0.5 - middle
-        vy = np.einsum("ij,ij,ij->i", y_counts, ry, ry)
-        cov = np.einsum("ij,ij->i", by_label, ry)
-        scale = float(self.x.size) ** 2
-        return _correlation(cov, vx, vy, scale, scale)
 
-
-def _runs(ordered: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
-    """For sorted values: (the start of each run of equal values, each value's run), or None when every
-    value is distinct."""
+def _run_starts(ordered: np.ndarray) -> np.ndarray | None:
+    """For sorted values: the start of each run of equal values and then their count (intp), or None when
+    every value is distinct."""
     new = np.r_[True, ordered[1:] != ordered[:-1]]
     if new.all():
         return None
-    return np.flatnonzero(new), np.cumsum(new) - 1
+    return np.r_[np.flatnonzero(new), ordered.size].astype(np.intp)
 
 
 def _correlation(cov, vx, vy, x_scale: float, y_scale: float) -> np.ndarray:
@@ -344,9 +326,9 @@ def bootstrap_intervals(
     ]
     if not todo:
         return result
-    sample = _Sample(xs, ys)
-    boot = _collect(sample, resample_counts(xs.size, resamples, seed), todo, resamples * xs.size)
-    jack = _collect(sample, _jackknife_weights(xs.size, seed), todo)
+    sample = _Sample(xs, ys, todo)
+    boot = _collect(sample, resample_counts(xs.size, resamples, seed), resamples * xs.size)
+    jack = _collect(sample, _jackknife_weights(xs.size, seed))
     for name in todo:
         values, jk = boot[name], jack[name]
         finite = values[np.isfinite(values)]
@@ -358,33 +340,24 @@ def bootstrap_intervals(
     return result
 
 
-def _collect(
-    sample: _Sample, chunks: Iterator[np.ndarray], wanted: list[str], cells: int = 0
-) -> dict[str, np.ndarray]:
-    """The statistics of every chunk of weights, in order. The chunks are drawn here, in turn, and
-    their statistics computed on up to :func:`~simkernel.cpu_budget.available_cpus` threads (numpy
-    releases the GIL in its loops) when there are ``cells`` (resamples x rows) enough to gain from it."""
-    parts: dict[str, list[np.ndarray]] = {name: [] for name in wanted}
+def _collect(sample: _Sample, chunks: Iterator[np.ndarray], cells: int = 0) -> dict[str, np.ndarray]:
+    """The statistics of every resample of the chunks of counts, in order. The chunks are drawn here, in
+    turn, and their sums computed on up to :func:`~simkernel.cpu_budget.available_cpus` threads (the kernel
+    runs without the GIL) when there are ``cells`` (resamples x rows) enough to gain from it; the
+    statistics are then computed on all the sums at once."""
     workers = min(_MAX_THREADS, available_cpus()) if cells >= _THREADED_CELLS else 1
     if workers == 1:
-        for weights in chunks:
-            for name, values in sample.values(weights, wanted).items():
-                parts[name].append(values)
+        parts = [sample.sums(counts) for counts in chunks]
     else:
+        parts = []
         with ThreadPoolExecutor(workers, thread_name_prefix="simkernel-bootstrap") as pool:
             pending: deque = deque()
-            for weights in chunks:
-                pending.append(pool.submit(sample.values, weights, wanted))
+            for counts in chunks:
+                pending.append(pool.submit(sample.sums, counts))
                 while len(pending) > 2 * workers:  # a few chunks in flight: the memory stays bounded
-                    _take(pending.popleft().result(), parts)
-            while pending:
-                _take(pending.popleft().result(), parts)
-    return {name: np.concatenate(chunks_) for name, chunks_ in parts.items()}
-
-
-def _take(found: dict[str, np.ndarray], parts: dict[str, list[np.ndarray]]) -> None:
-    for name, values in found.items():
-        parts[name].append(values)
+                    parts.append(pending.popleft().result())
+            parts.extend(future.result() for future in pending)
+    return sample.statistics(np.concatenate(parts))
 
 
 def _estimate(name: str, x: np.ndarray, y: np.ndarray | None) -> float:
