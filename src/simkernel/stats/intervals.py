@@ -69,7 +69,7 @@ JACKKNIFE_GROUPS = 1000  # leave-one-out up to this many rows; grouped above
 POISSON_ROWS = 1000  # multinomial resamples up to this many rows; Poisson counts above
 _THREADED_CELLS = 1 << 22  # resamples x rows from which the statistics run on several threads
 _MAX_THREADS = 8
-_CHUNK_CELLS = 1 << 16  # resample x row cells per chunk (512 KiB of float64: in cache)
+_CHUNK_CELLS = 1 << 16  # resample x row cells per chunk (128 KiB of uint16 counts: in cache)
 
 
 @dataclass(frozen=True)
@@ -151,7 +151,8 @@ def resample_counts(n: int, resamples: int, seed: int) -> Iterator[np.ndarray]:
         else:
             rows = rng.integers(0, n, size=(size, n))
             rows += (np.arange(size, dtype=rows.dtype) * n)[:, None]
-            yield np.bincount(rows.ravel(), minlength=size * n).reshape(size, n).astype(np.uint16)
+            drawn = np.bincount(rows.ravel(), minlength=size * n)  # each at most n <= POISSON_ROWS
+            yield drawn.reshape(size, n).astype(np.uint16)
         done += size
 
 
@@ -181,10 +182,10 @@ def _jackknife_weights(n: int, seed: int) -> Iterator[np.ndarray]:
 
 
 class _Sample:
-    """One sample's rows, sorted by ``x`` (the resamples' counts must be given in this order:
-    :attr:`order`), and its statistics on any chunk of row counts (bootstrap resamples or jackknife 0/1
-    weights, one row of counts per resample), from the sums of the native kernel (csrc/bootstrap.h: one
-    pass over the rows per resample).
+    """One sample's rows, sorted by ``x``, and its statistics on any chunk of row counts (bootstrap
+    resamples or jackknife 0/1 weights, one row of counts per resample, a count per sorted row: the
+    statistics do not depend on the rows' order, so the counts are drawn for the sorted rows), from the sums
+    of the native kernel (csrc/bootstrap.h: one pass over the rows per resample).
 
     - The mean: ``sum w x / N`` (``N``: the rows drawn).
     - Pearson's r from the weighted moments of the values centred on the sample's means.
@@ -198,13 +199,13 @@ class _Sample:
 
     def __init__(self, x: np.ndarray, y: np.ndarray | None, wanted: Sequence[str]) -> None:
         self.wanted = list(wanted)
-        self.order = np.argsort(x, kind="stable")
-        x = x[self.order]
+        order = np.argsort(x, kind="stable")
+        x = x[order]
         self.rows = x.size
         columns = [x]
         x_run_starts = y_order = y_group_starts = None
         if y is not None:
-            y = y[self.order]
+            y = y[order]
             if "pearson" in self.wanted:
                 xc, yc = x - x.mean(), y - y.mean()
                 columns += [xc, yc, xc * xc, yc * yc, xc * yc]
