@@ -15,15 +15,16 @@
  * the ranks they span, centred on (N + 1) / 2. The sums [1]-[6] are those of the sample's moment columns
  * (x alone: [1] only); [7]-[9] are written when the sample has y's groups (y_order), else left as they were.
  *
- * Numerics. The moments [1]-[6] are float64 sums in a fixed order (four interleaved partial sums, added
- * pairwise at the end), so every CPU and every build gives the same bits. The ranks are integers: twice a
+ * Numerics. The moments [1]-[6] are float64 sums in a fixed order (eight interleaved partial sums, added
+ * pairwise at the end; no fused multiply-add), so every CPU and every build gives the same bits. The ranks are integers: twice a
  * centred rank is exact in int64, the sums of squares come from the closed form
  *   sum w rx^2 = ((N^3 - N) - sum over tie groups (t^3 - t)) / 12
- * (a row drawn c times is a tie group of c, as are the rows of equal x drawn), and the cross sum from
- * exact integer sums per group of equal y, so [7]-[9] are exact while 4 N^3 stays below 2^53 (N up to
- * 131,000 rows drawn), and within float64 rounding above.
+ * (a row drawn c times is a tie group of c, as are the rows of equal x drawn; the cubes summed in int64 up
+ * to 2,000,000 rows drawn), and the cross sum from exact integer sums per group of equal y, so [7]-[9] are
+ * exact while 4 N^3 stays below 2^53 (N up to 131,000 rows drawn), and within float64 rounding above.
  *
- * Thread-safe: each call allocates its own scratch (n int64). Returns 0, or SK_BOOT_NO_MEMORY. */
+ * Thread-safe: each call allocates its own scratch (n doubles, n int64 and n bytes). Returns 0, or
+ * SK_BOOT_NO_MEMORY. */
 #ifndef SK_BOOTSTRAP_H
 #define SK_BOOTSTRAP_H
 
