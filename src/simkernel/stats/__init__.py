@@ -1,8 +1,9 @@
-"""Statistics of evaluation runs, in numpy float64 (no scipy at run time): the lowest layer, pure numpy.
+"""Statistics of evaluation runs, in float64 (no scipy at run time): the lowest layer, numpy and the
+bootstrap's C kernel (``simkernel._bootstrap``).
 
 - :mod:`~simkernel.stats.correlation`: :func:`pearson`, :func:`spearman` (scipy's figures, to rounding);
 - :mod:`~simkernel.stats.intervals`: 95% intervals of the mean, Pearson's r and Spearman's rho by a
-  seeded, vectorised BCa bootstrap over rows (:func:`bootstrap_intervals`), and Wilson's interval of a
+  seeded BCa bootstrap over rows (:func:`bootstrap_intervals`), and Wilson's interval of a
   rate (:func:`wilson`);
 - :mod:`~simkernel.stats.paired`: two systems scored on the same rows, :func:`paired_comparison`: the mean
   paired difference with its BCa interval, a paired sign-flip permutation test, wins / ties / losses at a
