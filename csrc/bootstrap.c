@@ -13,9 +13,10 @@
  * of a walk through the rows in y's order (a gather per row) */
 #define FEW_GROUPS 3
 
-/* SK_BOOTSTRAP_NO_CLONES: one build for the compiler's target only (tests compare such builds' bits) */
+/* Load-time clones need GCC on x86 and glibc's ifunc (musl has none); SK_BOOTSTRAP_NO_CLONES: one build for
+ * the compiler's target only (tests compare such builds' bits) */
 #if defined(__GNUC__) && !defined(__clang__) && (defined(__x86_64__) || defined(__i386__)) && \
-    !defined(SK_BOOTSTRAP_NO_CLONES)
+    defined(__GLIBC__) && !defined(SK_BOOTSTRAP_NO_CLONES)
 #define VECTOR_CLONES __attribute__((target_clones("arch=x86-64-v4", "avx2", "default")))
 #else
 #define VECTOR_CLONES
