@@ -177,6 +177,41 @@ def test_offline_uses_the_hf_cache_only(hub, env, monkeypatch):
     assert len(hub.requests) == seen
 
 
+@pytest.mark.parametrize("way_in", ["TextEncoder", "architectures", "bert_score", "cli"])
+def test_offline_with_a_model_never_fetched_says_how_to_get_it(env, monkeypatch, capsys, way_in):
+    """HF_HUB_OFFLINE=1 and a model in neither the store nor the HF cache: every way in raises
+    ModelNotFoundError (an OSError, as transformers raises for a missing model) naming what is missing and
+    both fixes, not "has no config.json" or "publishes neither ...", which read as a broken repository."""
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    model = "org/never-fetched"
+    fixes = ["not in the HF cache", "HF_HUB_OFFLINE=1 is set", "simkernel models export CHECKPOINT DIR"]
+    if way_in == "cli":
+        from simkernel.cli import main
+
+        table = env / "pairs.csv"
+        table.write_text("predicted,ground_truth\nBerlin,Berlin\n", encoding="utf-8")
+        assert main(["score", str(table), "--model", model, "-o", str(env / "out.csv"), "-q"]) == 1
+        message = capsys.readouterr().err
+        assert not (env / "out.csv").exists()
+    else:
+        with pytest.raises(OSError) as caught:
+            if way_in == "TextEncoder":
+                TextEncoder(model)
+            elif way_in == "architectures":
+                from simkernel.runtime.acquisition.resolve import model_architectures
+
+                model_architectures(model)
+            else:
+                import simkernel.bert_score as bert_score
+
+                bert_score.score(["a"], ["b"], model_type=model, num_layers=1)
+        assert isinstance(caught.value, ModelNotFoundError)
+        message = str(caught.value)
+    assert f"cannot find model '{model}'" in message
+    for fix in fixes:
+        assert fix in message, (fix, message)
+
+
 def test_a_hub_that_cannot_be_reached_fails_at_once_and_the_hf_cache_still_serves(
     tiny_repo, env, monkeypatch
 ):

@@ -31,7 +31,7 @@ import os
 import shutil
 from pathlib import Path
 
-from simkernel.errors import ModelError
+from simkernel.errors import ModelError, ModelNotFoundError
 from simkernel.runtime.acquisition.graph_passes import LOCAL_INT8_FILES, local_int8
 from simkernel.runtime.acquisition.parity import ParityError
 from simkernel.runtime.acquisition.registry import CONFIG_FILES, FP32_HUB_FILE, INT8_HUB_FILES, known_model
@@ -47,6 +47,12 @@ DOWNLOAD_ATTEMPTS = 3  # tries of one file when the hub fails in a way that may 
 _RETRY_WAITS_S = (0.5, 2.0)  # before the second and third try
 _TRANSIENT_STATUSES = frozenset({500, 502, 503, 504})
 _TRUE = {"1", "on", "yes", "true"}
+# what to do when HF_HUB_OFFLINE=1 and a model is in neither the store nor the HF cache
+OFFLINE_FIX = (
+    "HF_HUB_OFFLINE=1 is set, so nothing is downloaded: run once with the hub reachable (HF_HUB_OFFLINE unset, "
+    "or HF_ENDPOINT set to a mirror) to fetch it, or export a local checkpoint with "
+    "`simkernel models export CHECKPOINT DIR` and pass DIR as the model"
+)
 
 
 def hub_settings(token: str | None = None) -> dict:
@@ -79,8 +85,9 @@ def fetch_file(repo: str, filename: str, revision: str, settings: dict) -> Path 
         from huggingface_hub.errors import LocalEntryNotFoundError
 
         cached = _fetch_once(repo, filename, revision, {**settings, "offline": True})
-        repo_cached = (Path(settings["cache_dir"]) / ("models--" + repo.replace("/", "--"))).is_dir()
-        if cached is None and not repo_cached:  # a file the cached repo lacks is absent, as offline
+        if cached is None and not repo_cached(
+            repo, settings
+        ):  # a file the cached repo lacks is absent, as offline
             raise LocalEntryNotFoundError(
                 f"cannot connect to {settings['endpoint']}, and {repo}/{filename} is not in the HF cache"
             )
@@ -93,6 +100,19 @@ def fetch_file(repo: str, filename: str, revision: str, settings: dict) -> Path 
                 raise
             time.sleep(_RETRY_WAITS_S[min(attempt, len(_RETRY_WAITS_S) - 1)])
     raise AssertionError("unreachable")  # pragma: no cover
+
+
+def repo_cached(repo: str, settings: dict) -> bool:
+    """Whether huggingface_hub's cache holds anything of ``repo`` (a file it lacks is then known absent)."""
+    return (Path(settings["cache_dir"]) / ("models--" + repo.replace("/", "--"))).is_dir()
+
+
+def not_cached_offline(model: str, repo: str, settings: dict) -> ModelNotFoundError:
+    """The error for a model that an offline run (HF_HUB_OFFLINE=1) finds neither in the store nor in the
+    HF cache: what is missing, and the two ways to get it."""
+    return ModelNotFoundError(
+        f"cannot find model {model!r}: it is not prepared in simkernel's store and {repo} is not in the HF cache ({settings['cache_dir']}); {OFFLINE_FIX}"
+    )
 
 
 UNREACHABLE_TTL_S = 60.0  # how long an endpoint that could not be reached is not probed again
@@ -189,7 +209,7 @@ def explain_failure(repo: str, revision: str, settings: dict, exc: Exception) ->
         hint = f"the repo has no revision {revision!r}"
     elif isinstance(exc, LocalEntryNotFoundError):
         hint = (
-            "HF_HUB_OFFLINE=1 and the files are not in the HF cache"
+            f"the files are not in the HF cache; {OFFLINE_FIX}"
             if settings["offline"]
             else "the hub could not be reached and the files are not in the HF cache (no network? set "
             "HF_ENDPOINT to a mirror, or HF_HUB_OFFLINE=1 to skip the download and its retries; a local "
@@ -201,7 +221,11 @@ def explain_failure(repo: str, revision: str, settings: dict, exc: Exception) ->
         hint = f"{type(exc).__name__}: {exc}"
     if _transient(exc):
         hint += f" (after {DOWNLOAD_ATTEMPTS} tries; run the command again later)"
-    return ModelError(f"downloading {where} failed: {' '.join(hint.split())}")
+    # a missing repo or uncached files: not found, an OSError as transformers raises for them
+    missing = isinstance(exc, (RepositoryNotFoundError, LocalEntryNotFoundError))
+    return (ModelNotFoundError if missing else ModelError)(
+        f"downloading {where} failed: {' '.join(hint.split())}"
+    )
 
 
 def place_file(src: Path, dest: Path) -> None:

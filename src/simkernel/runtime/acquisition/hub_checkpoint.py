@@ -31,7 +31,9 @@ from simkernel.runtime.acquisition.hub import (
     explain_failure,
     fetch_file,
     hub_settings,
+    not_cached_offline,
     place_file,
+    repo_cached,
 )
 from simkernel.runtime.acquisition.registry import CONFIG_FILES, WEIGHT_FILES, known_model
 from simkernel.runtime.inference.bundle import check_precision
@@ -64,6 +66,8 @@ def download_checkpoint(repo: str, revision: str, settings: dict, dest: Path) ->
             if weights is not None:
                 found = [(weights, name)]
                 break
+        if not found and settings["offline"] and not repo_cached(repo, settings):
+            raise not_cached_offline(repo, repo, settings)
         if not found:
             where = " in the HF cache (HF_HUB_OFFLINE=1)" if settings["offline"] else ""
             raise ModelError(

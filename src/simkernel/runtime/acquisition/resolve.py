@@ -206,7 +206,13 @@ def _hub_architectures(model_id: str, token: str | None = None) -> list[str]:
     known = known_model(model_id)
     repo = known.hub_repo if known else model_id
     revision = known.revision if known else "main"
-    from simkernel.runtime.acquisition.hub import explain_failure, fetch_file, hub_settings
+    from simkernel.runtime.acquisition.hub import (
+        explain_failure,
+        fetch_file,
+        hub_settings,
+        not_cached_offline,
+        repo_cached,
+    )
 
     settings = hub_settings(token)
     try:
@@ -215,6 +221,8 @@ def _hub_architectures(model_id: str, token: str | None = None) -> list[str]:
         raise ModelNotFoundError(
             f"cannot find model {model_id!r}: not in the store ({folder_hint(model_id)}) and {explain_failure(repo, revision, settings, exc)}"
         ) from exc
+    if cached is None and settings["offline"] and not repo_cached(repo, settings):
+        raise not_cached_offline(model_id, repo, settings)
     if cached is None:
         raise ModelNotFoundError(f"cannot find model {model_id!r}: {repo} has no config.json")
     return list(read_json(cached).get("architectures") or [])
