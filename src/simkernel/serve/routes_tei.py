@@ -17,8 +17,9 @@ its numbers are the library's, bit for bit. Bodies as TEI reads them:
   pairs (``[[a], [a, b], ...]``); ``raw_scores`` (default false: the model's activation, sigmoid for one
   label; true: the logits). Answer: for each input, ``[{"score", "label"}, ...]`` over the model's
   labels, highest first (one list for a single input, a list of them for an array).
-- ``/similarity``: ``{"inputs": {"source_sentence", "sentences"}}`` -> the cosine of the source's
-  embedding with each sentence's. ``/rerank``: ``{"query", "texts", "raw_scores"?, "return_text"?,
+- ``/similarity``: ``{"inputs": {"source_sentence", "sentences"}, "parameters"?}`` -> the cosine of the
+  source's embedding with each sentence's; ``parameters`` (TEI's ``SimilarityParameters``: ``truncate``,
+  ``truncation_direction``, ``prompt_name``) read and checked as ``/embed`` reads them. ``/rerank``: ``{"query", "texts", "raw_scores"?, "return_text"?,
   "truncate"?}`` -> ``[{"index", "score", "text"?}, ...]``, highest score first (a 1-label cross-encoder).
 - ``/tokenize``: ``inputs`` (string or strings), ``add_special_tokens`` (default true), ``prompt_name``
   -> for each input ``[{"id", "text", "special", "start", "stop"}, ...]`` (byte offsets into the text as
@@ -38,6 +39,7 @@ model of the kind the route needs). Fields TEI does not know are ignored, as TEI
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -74,52 +76,60 @@ def tei_texts(value: Any, where: str, max_inputs: int) -> list[str]:
     return items
 
 
-def _truncation_direction(body: dict[str, Any]) -> str:
-    value = body.get("truncation_direction", "right")
+PARAMETERS = "parameters."  # where /similarity's embedding options are (TEI's SimilarityParameters)
+
+
+def _truncation_direction(options: dict[str, Any], prefix: str = "") -> str:
+    value = options.get("truncation_direction", "right")
     if value is None:
         return "right"
     if value not in ("right", "Right", "left", "Left"):
-        raise invalid(f'\'truncation_direction\' must be "right" or "left", got {str(value)[:60]!r}')
+        raise invalid(f'\'{prefix}truncation_direction\' must be "right" or "left", got {str(value)[:60]!r}')
     return value.lower()
 
 
-def check_truncation(body: dict[str, Any], encodings: list, max_length: int) -> None:
-    """TEI's ``truncate`` and ``truncation_direction`` against the inputs' tokenizations (by the model's
-    truncating tokenizer: an input it cut has overflowing tokens)."""
-    truncate = bodies.flag(body, "truncate", True)
-    direction = _truncation_direction(body)
+def check_truncation(
+    options: dict[str, Any], encode: Callable[[], list], max_length: int, prefix: str = ""
+) -> None:
+    """TEI's ``truncate`` and ``truncation_direction`` of ``options`` (the body, or /similarity's
+    ``parameters``: ``prefix`` names it) against the inputs' tokenizations, ``encode()`` (by the model's
+    truncating tokenizer: an input it cut has overflowing tokens), which runs only when the settings can
+    refuse an input."""
+    truncate = bodies.flag(options, "truncate", True, prefix)
+    direction = _truncation_direction(options, prefix)
     if truncate and direction == "right":
         return
-    cut = [i for i, encoding in enumerate(encodings) if encoding.overflowing]
+    cut = [i for i, encoding in enumerate(encode()) if encoding.overflowing]
     if not cut:
         return
     if not truncate:
         raise invalid(
-            f"Input validation error: input {cut[0]} is longer than the model's max_input_length of {max_length} tokens and 'truncate' is false; send shorter texts, or set 'truncate': true to cut them at the end",
+            f"Input validation error: input {cut[0]} is longer than the model's max_input_length of {max_length} tokens and '{prefix}truncate' is false; send shorter texts, or set '{prefix}truncate': true to cut them at the end",
             "input_too_long",
         )
     raise invalid(
-        f'\'truncation_direction\' "left" is not served: this server cuts an input at its end, as sentence-transformers does, and input {cut[0]} is longer than max_input_length ({max_length} tokens); send "right" or shorter texts',
+        f'\'{prefix}truncation_direction\' "left" is not served: this server cuts an input at its end, as sentence-transformers does, and input {cut[0]} is longer than max_input_length ({max_length} tokens); send "right" or shorter texts',
         "invalid_value",
     )
 
 
-def with_prompt(model: ServedModel, body: dict[str, Any], texts: list[str]) -> list[str]:
-    """``texts`` with the text of the body's ``prompt_name`` (a key of the model's prompts) before each."""
-    name = body.get("prompt_name")
+def with_prompt(model: ServedModel, options: dict[str, Any], texts: list[str], prefix: str = "") -> list[str]:
+    """``texts`` with the text of ``options``' ``prompt_name`` (a key of the model's prompts) before each."""
+    name = options.get("prompt_name")
     if name is None:
         return texts
+    field = f"'{prefix}prompt_name'"
     if not isinstance(name, str):
-        raise invalid("'prompt_name' must be a string naming one of the model's prompts", "invalid_type")
+        raise invalid(f"{field} must be a string naming one of the model's prompts", "invalid_type")
     prompts = model.prompts
     if not prompts:
         raise invalid(
-            f"Input validation error: 'prompt_name' is {name[:100]!r}, but {model.id!r} has no prompts in its sentence-transformers configuration; leave 'prompt_name' out (or put the prompt's text before each input yourself)",
+            f"Input validation error: {field} is {name[:100]!r}, but {model.id!r} has no prompts in its sentence-transformers configuration; leave {field} out (or put the prompt's text before each input yourself)",
             "no_prompts",
         )
     if name not in prompts:
         raise invalid(
-            f"Input validation error: 'prompt_name' is {name[:100]!r}, which is not one of {model.id!r}'s prompts: {sorted(prompts)}",
+            f"Input validation error: {field} is {name[:100]!r}, which is not one of {model.id!r}'s prompts: {sorted(prompts)}",
             "unknown_prompt",
         )
     return [prompts[name] + text for text in texts]
@@ -150,14 +160,9 @@ async def embed(app_state, body: dict[str, Any]) -> list[list[float]]:
     normalize = bodies.flag(body, "normalize", True)
     texts = with_prompt(model, body, texts)
     _check_dimensions(body, model.runtime.dim)
-    if _needs_truncation_check(body):
-        check_truncation(body, model.tokenizer.encode(texts), model.runtime.max_seq_length)
+    check_truncation(body, lambda: model.tokenizer.encode(texts), model.runtime.max_seq_length)
     vectors = await model_call(model.runtime.aencode(texts, normalize=normalize))
     return await _as_json_rows(vectors, len(texts))
-
-
-def _needs_truncation_check(body: dict[str, Any]) -> bool:
-    return body.get("truncate") is False or body.get("truncation_direction") not in (None, "right", "Right")
 
 
 def predict_inputs(value: Any, max_inputs: int) -> tuple[list[str | tuple[str, str]], bool]:
@@ -215,10 +220,8 @@ async def predict(app_state, body: dict[str, Any]) -> list:
         bodies.required(body, "inputs", "POST /predict"), app_state.settings.max_inputs
     )
     activation = not bodies.flag(body, "raw_scores", False)
-    if _needs_truncation_check(body):
-        runtime = model.runtime
-        encodings = runtime._encode_keys(sequences)
-        check_truncation(body, encodings, runtime.max_seq_length)
+    runtime = model.runtime
+    check_truncation(body, lambda: runtime._encode_keys(sequences), runtime.max_seq_length)
     texts = [i for i, s in enumerate(sequences) if isinstance(s, str)]
     pairs = [i for i, s in enumerate(sequences) if not isinstance(s, str)]
     runs = []
@@ -253,9 +256,26 @@ async def similarity(app_state, body: dict[str, Any]) -> list[float]:
             "Input validation error: 'inputs.sentences' cannot be empty; send at least one sentence"
         )
     sentences = bodies.texts(sentences, "inputs.sentences", app_state.settings.max_inputs - 1)
+    options = similarity_parameters(body)
     model = app_state.models.get(body.get("model"), "bi-encoder", "POST /similarity")
-    vectors = await model_call(model.runtime.aencode([source, *sentences]))
+    texts = with_prompt(model, options, [source, *sentences], PARAMETERS)
+    check_truncation(options, lambda: model.tokenizer.encode(texts), model.runtime.max_seq_length, PARAMETERS)
+    vectors = await model_call(model.runtime.aencode(texts))
     return cosines(vectors[0], vectors[1:]).tolist()
+
+
+def similarity_parameters(body: dict[str, Any]) -> dict[str, Any]:
+    """TEI's ``SimilarityParameters`` (``truncate``, ``truncation_direction``, ``prompt_name``), which TEI
+    passes on to its embed: ``parameters``, an object or null (fields TEI does not know are ignored)."""
+    value = body.get("parameters")
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise invalid(
+            f'\'parameters\' must be an object {{"truncate", "truncation_direction", "prompt_name"}} or null, got a JSON {bodies.json_type(value)}',
+            "invalid_type",
+        )
+    return value
 
 
 def cosines(source: np.ndarray, others: np.ndarray) -> np.ndarray:
@@ -275,7 +295,6 @@ async def rerank(app_state, body: dict[str, Any]) -> list[dict[str, Any]]:
     texts = bodies.texts(texts, "texts", app_state.settings.max_inputs)
     raw_scores = bodies.flag(body, "raw_scores", False)
     return_text = bodies.flag(body, "return_text", False)
-    bodies.flag(body, "truncate", True)
     model = app_state.models.get(body.get("model"), "cross-encoder", "POST /rerank")
     if model.runtime.num_labels != 1:
         raise invalid(
@@ -283,8 +302,7 @@ async def rerank(app_state, body: dict[str, Any]) -> list[dict[str, Any]]:
             "invalid_model",
         )
     pairs = [(query, t) for t in texts]
-    if _needs_truncation_check(body):
-        check_truncation(body, model.runtime._encode_keys(pairs), model.runtime.max_seq_length)
+    check_truncation(body, lambda: model.runtime._encode_keys(pairs), model.runtime.max_seq_length)
     scores = await model_call(model.runtime.apredict(pairs, apply_activation=not raw_scores))
     order = sorted(range(len(texts)), key=lambda i: (-float(scores[i]), i))
     ranked = []
