@@ -268,11 +268,25 @@ def tei_error_of(response, status: int) -> dict:
         ("/tokenize", {"inputs": []}),
         ("/decode", {"ids": []}),
         ("/similarity", {"inputs": {"source_sentence": "a", "sentences": []}}),
+        ("/similarity", {"inputs": {"source_sentence": "", "sentences": ["a"]}}),
+        ("/similarity", {"inputs": {"source_sentence": "a", "sentences": ["b", ""]}}),
+        ("/", {"inputs": {"source_sentence": "", "sentences": ["a"]}}),
         ("/rerank", {"query": "q", "texts": []}),
+        ("/rerank", {"query": "", "texts": ["a", ""]}),
+        ("/", {"query": "", "texts": [""]}),
     ],
 )
 def test_empty_inputs_are_teis_400_empty(client, path, body):
     assert tei_error_of(client.post(path, json=body), 400)["error_type"] == "empty"
+
+
+def test_a_pair_with_one_empty_text_is_scored_as_tei_scores_it(client, library):
+    """TEI counts a pair empty only when both its texts are: an empty query with a text is ranked."""
+    ranked = client.post("/rerank", json={"query": "", "texts": ["Paris.", "Berlin."]})
+    assert ranked.status_code == 200, ranked.text
+    scores = library["cross"].predict([("", "Paris."), ("", "Berlin.")])
+    by_index = {r["index"]: r["score"] for r in ranked.json()}
+    assert np.array_equal(as_float32([by_index[0], by_index[1]]), scores)
 
 
 @pytest.mark.parametrize("body", [{"input": ""}, {"input": []}, {"input": ["a", ""]}])

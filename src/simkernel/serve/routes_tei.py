@@ -256,6 +256,12 @@ async def similarity(app_state, body: dict[str, Any]) -> list[float]:
             "Input validation error: 'inputs.sentences' cannot be empty; send at least one sentence"
         )
     sentences = bodies.texts(sentences, "inputs.sentences", app_state.settings.max_inputs - 1)
+    for where, item in (
+        ("inputs.source_sentence", source),
+        *((f"inputs.sentences[{i}]", t) for i, t in enumerate(sentences)),
+    ):
+        if not item:
+            raise empty_input(f"Input validation error: {where} is an empty string; send text to embed")
     options = similarity_parameters(body)
     model = app_state.models.get(body.get("model"), "bi-encoder", "POST /similarity")
     texts = with_prompt(model, options, [source, *sentences], PARAMETERS)
@@ -293,6 +299,12 @@ async def rerank(app_state, body: dict[str, Any]) -> list[dict[str, Any]]:
     if isinstance(texts, list) and not texts:
         raise empty_input("Input validation error: 'texts' cannot be empty; send at least one text to rank")
     texts = bodies.texts(texts, "texts", app_state.settings.max_inputs)
+    if not query:
+        for i, text in enumerate(texts):
+            if not text:  # TEI's rule: a pair is empty when both its texts are
+                raise empty_input(
+                    f"Input validation error: 'query' and texts[{i}] are both empty strings; send text to rank"
+                )
     raw_scores = bodies.flag(body, "raw_scores", False)
     return_text = bodies.flag(body, "return_text", False)
     model = app_state.models.get(body.get("model"), "cross-encoder", "POST /rerank")
