@@ -111,12 +111,6 @@ def _post_metric(state: AppState):
     return endpoint
 
 
-async def _embeddings(state: AppState, body: dict[str, Any]) -> bytes:
-    payload, tokens = await routes_openai.embeddings(state, body)
-    state.metrics.input_tokens.labels(body["model"]).inc(tokens)
-    return payload
-
-
 def build_app(settings: ServeSettings, models: ServedModels) -> ServeMiddleware:
     """The ASGI application of ``simkernel serve`` (the middleware around the Starlette app)."""
     state = AppState(settings, models)
@@ -157,7 +151,7 @@ def build_app(settings: ServeSettings, models: ServedModels) -> ServeMiddleware:
             return _error_response(exc, request.url.path)
 
     routes = [
-        Route("/v1/embeddings", _post(state, _embeddings), methods=["POST"]),
+        Route("/v1/embeddings", _post(state, routes_openai.embeddings), methods=["POST"]),
         Route("/similarity", _post(state, routes_tei.similarity), methods=["POST"]),
         Route("/rerank", _post(state, routes_tei.rerank), methods=["POST"]),
         Route("/embed", _post(state, routes_tei.embed), methods=["POST"]),
@@ -175,6 +169,7 @@ def build_app(settings: ServeSettings, models: ServedModels) -> ServeMiddleware:
         Route("/ready", ready, methods=["GET"]),
         Route("/metrics", metrics, methods=["GET"]),
     ]
+    state.metrics.label_routes(routes)
     app = Starlette(routes=routes, exception_handlers={HTTPException: http_error, Exception: internal_error})
     app.state.serve = state
     middleware = ServeMiddleware(app, settings.api_key, state.metrics)

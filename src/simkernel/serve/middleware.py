@@ -62,7 +62,7 @@ class ServeMiddleware:
                     path,
                 )
         finally:
-            self.metrics.observe(path, status["code"], time.perf_counter() - start)
+            self.metrics.observe(path, scope.get("method", ""), status["code"], time.perf_counter() - start)
 
     def _refusal(self, scope) -> str | None:
         path = scope.get("path")

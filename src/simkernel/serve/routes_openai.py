@@ -91,8 +91,8 @@ def embeddings_payload(vectors: np.ndarray, model: str, fmt: str, tokens: int) -
     return json.dumps(payload, separators=(",", ":")).encode("utf-8")
 
 
-async def embeddings(app_state, body: dict[str, Any]) -> tuple[bytes, int]:
-    """(response body, prompt tokens) of one embeddings request."""
+async def embeddings(app_state, body: dict[str, Any]) -> bytes:
+    """The response body of one embeddings request (its prompt tokens counted in the metrics)."""
     from simkernel.runtime.inference.threads import run_blocking
 
     settings = app_state.settings
@@ -111,7 +111,8 @@ async def embeddings(app_state, body: dict[str, Any]) -> tuple[bytes, int]:
     else:
         tokens = model.count_tokens(texts)
         payload = embeddings_payload(vectors, model.id, fmt, tokens)
-    return payload, tokens
+    app_state.metrics.count_input(model.id, tokens)
+    return payload
 
 
 def models_payload(app_state) -> dict[str, Any]:

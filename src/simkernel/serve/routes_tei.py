@@ -162,6 +162,7 @@ async def embed(app_state, body: dict[str, Any]) -> list[list[float]]:
     _check_dimensions(body, model.runtime.dim)
     check_truncation(body, lambda: model.tokenizer.encode(texts), model.runtime.max_seq_length)
     vectors = await model_call(model.runtime.aencode(texts, normalize=normalize))
+    app_state.metrics.count_input(model.id, await model.input_tokens(texts))
     return await _as_json_rows(vectors, len(texts))
 
 
@@ -230,6 +231,7 @@ async def predict(app_state, body: dict[str, Any]) -> list:
     if pairs:
         runs.append(model.runtime.apredict([sequences[i] for i in pairs], apply_activation=activation))
     results = await model_call(asyncio.gather(*runs))
+    app_state.metrics.count_input(model.id, await model.input_tokens(sequences))
     scores = np.empty((len(sequences), model.runtime.num_labels), dtype=np.float32)
     for rows, got in zip([r for r in (texts, pairs) if r], results, strict=True):
         scores[rows] = got.reshape(len(rows), -1)
@@ -267,6 +269,7 @@ async def similarity(app_state, body: dict[str, Any]) -> list[float]:
     texts = with_prompt(model, options, [source, *sentences], PARAMETERS)
     check_truncation(options, lambda: model.tokenizer.encode(texts), model.runtime.max_seq_length, PARAMETERS)
     vectors = await model_call(model.runtime.aencode(texts))
+    app_state.metrics.count_input(model.id, await model.input_tokens(texts))
     return cosines(vectors[0], vectors[1:]).tolist()
 
 
@@ -316,6 +319,7 @@ async def rerank(app_state, body: dict[str, Any]) -> list[dict[str, Any]]:
     pairs = [(query, t) for t in texts]
     check_truncation(body, lambda: model.runtime._encode_keys(pairs), model.runtime.max_seq_length)
     scores = await model_call(model.runtime.apredict(pairs, apply_activation=not raw_scores))
+    app_state.metrics.count_input(model.id, await model.input_tokens(pairs))
     order = sorted(range(len(texts)), key=lambda i: (-float(scores[i]), i))
     ranked = []
     for i in order:
