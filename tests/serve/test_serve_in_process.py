@@ -13,6 +13,7 @@ import threading
 import time
 
 import httpx
+import numpy as np
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from serve_support import CONTRACT_TYPES, CROSS_MODEL, DEFAULT_MODEL
@@ -216,8 +217,6 @@ def test_a_fault_of_the_model_is_a_500_in_the_contracts_shape_and_the_next_reque
     answered."""
     import dataclasses
 
-    import numpy as np
-
     tokenizer, session = served.runtime._tokenizer, served.runtime._session
     pad_batch, map_batches = tokenizer.pad_batch, session.map_batches
     vocabulary = len(tokenizer._tokenizer.get_vocab())
@@ -370,3 +369,24 @@ def test_every_route_is_labelled_and_counts_its_input_tokens(app, hf_tokenizer, 
                 before, "simkernel_input_tokens_total", model=model
             )
             assert counted == tokens.get(model, 0), (method, path, model, counted, tokens)
+
+
+def test_a_large_answer_written_in_parts_is_json_dumps_bytes():
+    """An answer written off the event loop a part at a time is, byte for byte, what one ``json.dumps``
+    call writes: arrays of rows longer than a part, a row longer than a part, empty arrays, objects,
+    floats, non-ASCII text."""
+    import json
+
+    from simkernel.serve.offload import CHUNK_ITEMS, to_json_in_parts
+
+    rng = np.random.default_rng(7)
+    values = [
+        [],
+        [[]],
+        [[], [[]], "x", None],
+        rng.standard_normal((3 * CHUNK_ITEMS + 5, 4)).astype(np.float32).astype(np.float64).tolist(),
+        [[{"id": i, "text": "Straße 北京", "start": None} for i in range(2 * CHUNK_ITEMS + 1)], [{"id": 0}]],
+        [1, [2, [3, [4]]], *range(CHUNK_ITEMS + 3), {"a": [1.5, "é"]}, [0.1] * (CHUNK_ITEMS * 2)],
+    ]
+    for value in values:
+        assert to_json_in_parts(value) == json.dumps(value, separators=(",", ":")).encode("ascii")

@@ -47,8 +47,8 @@ import numpy as np
 import simkernel.serve.bodies as bodies
 from simkernel.serve.errors import ApiError, empty_input, invalid, model_call
 from simkernel.serve.models import ServedModel
+from simkernel.serve.offload import INLINE_IDS, INLINE_ITEMS, to_json, to_json_in_parts, unless_small
 
-INLINE_TEXTS = 64  # a request with more texts has its JSON written in a worker
 DTYPES = {"fp32": "float32", "int8": "int8", "bf16": "bfloat16"}
 
 
@@ -88,18 +88,22 @@ def _truncation_direction(options: dict[str, Any], prefix: str = "") -> str:
     return value.lower()
 
 
-def check_truncation(
-    options: dict[str, Any], encode: Callable[[], list], max_length: int, prefix: str = ""
+async def check_truncation(
+    options: dict[str, Any],
+    inputs: list,
+    encode: Callable[[], list],
+    max_length: int,
+    prefix: str = "",
 ) -> None:
     """TEI's ``truncate`` and ``truncation_direction`` of ``options`` (the body, or /similarity's
-    ``parameters``: ``prefix`` names it) against the inputs' tokenizations, ``encode()`` (by the model's
-    truncating tokenizer: an input it cut has overflowing tokens), which runs only when the settings can
-    refuse an input."""
+    ``parameters``: ``prefix`` names it) against the tokenizations of ``inputs``, ``encode()`` (by the
+    model's truncating tokenizer: an input it cut has overflowing tokens), which runs only when the
+    settings can refuse an input, and off the event loop for many or long inputs."""
     truncate = bodies.flag(options, "truncate", True, prefix)
     direction = _truncation_direction(options, prefix)
     if truncate and direction == "right":
         return
-    cut = [i for i, encoding in enumerate(encode()) if encoding.overflowing]
+    cut = [i for i, encoding in enumerate(await unless_small(inputs, encode)) if encoding.overflowing]
     if not cut:
         return
     if not truncate:
@@ -145,25 +149,26 @@ def _check_dimensions(body: dict[str, Any], dim: int) -> None:
     )
 
 
-async def _as_json_rows(matrix: np.ndarray, count: int) -> list:
-    """float32 rows as lists of floats (each float32 value exactly), in a worker for large answers."""
+async def _rows_json(matrix: np.ndarray) -> bytes:
+    """float32 rows as a JSON array of arrays (each float32 value exactly), written in a worker for a
+    large answer."""
     from simkernel.runtime.inference.threads import run_blocking
 
-    if count > INLINE_TEXTS:
-        return await run_blocking(lambda: matrix.astype(np.float64).tolist())
-    return matrix.astype(np.float64).tolist()
+    if len(matrix) > INLINE_ITEMS:
+        return await run_blocking(lambda: to_json_in_parts(matrix.astype(np.float64).tolist()))
+    return to_json(matrix.astype(np.float64).tolist())
 
 
-async def embed(app_state, body: dict[str, Any]) -> list[list[float]]:
+async def embed(app_state, body: dict[str, Any]) -> bytes:
     model = app_state.models.get(body.get("model"), "bi-encoder", "POST /embed")
     texts = tei_texts(bodies.required(body, "inputs", "POST /embed"), "inputs", app_state.settings.max_inputs)
     normalize = bodies.flag(body, "normalize", True)
     texts = with_prompt(model, body, texts)
     _check_dimensions(body, model.runtime.dim)
-    check_truncation(body, lambda: model.tokenizer.encode(texts), model.runtime.max_seq_length)
+    await check_truncation(body, texts, lambda: model.tokenizer.encode(texts), model.runtime.max_seq_length)
     vectors = await model_call(model.runtime.aencode(texts, normalize=normalize))
     app_state.metrics.count_input(model.id, await model.input_tokens(texts))
-    return await _as_json_rows(vectors, len(texts))
+    return await _rows_json(vectors)
 
 
 def predict_inputs(value: Any, max_inputs: int) -> tuple[list[str | tuple[str, str]], bool]:
@@ -222,7 +227,7 @@ async def predict(app_state, body: dict[str, Any]) -> list:
     )
     activation = not bodies.flag(body, "raw_scores", False)
     runtime = model.runtime
-    check_truncation(body, lambda: runtime._encode_keys(sequences), runtime.max_seq_length)
+    await check_truncation(body, sequences, lambda: runtime._encode_keys(sequences), runtime.max_seq_length)
     texts = [i for i, s in enumerate(sequences) if isinstance(s, str)]
     pairs = [i for i, s in enumerate(sequences) if not isinstance(s, str)]
     runs = []
@@ -267,7 +272,9 @@ async def similarity(app_state, body: dict[str, Any]) -> list[float]:
     options = similarity_parameters(body)
     model = app_state.models.get(body.get("model"), "bi-encoder", "POST /similarity")
     texts = with_prompt(model, options, [source, *sentences], PARAMETERS)
-    check_truncation(options, lambda: model.tokenizer.encode(texts), model.runtime.max_seq_length, PARAMETERS)
+    await check_truncation(
+        options, texts, lambda: model.tokenizer.encode(texts), model.runtime.max_seq_length, PARAMETERS
+    )
     vectors = await model_call(model.runtime.aencode(texts))
     app_state.metrics.count_input(model.id, await model.input_tokens(texts))
     return cosines(vectors[0], vectors[1:]).tolist()
@@ -317,7 +324,9 @@ async def rerank(app_state, body: dict[str, Any]) -> list[dict[str, Any]]:
             "invalid_model",
         )
     pairs = [(query, t) for t in texts]
-    check_truncation(body, lambda: model.runtime._encode_keys(pairs), model.runtime.max_seq_length)
+    await check_truncation(
+        body, pairs, lambda: model.runtime._encode_keys(pairs), model.runtime.max_seq_length
+    )
     scores = await model_call(model.runtime.apredict(pairs, apply_activation=not raw_scores))
     app_state.metrics.count_input(model.id, await model.input_tokens(pairs))
     order = sorted(range(len(texts)), key=lambda i: (-float(scores[i]), i))
@@ -330,15 +339,20 @@ async def rerank(app_state, body: dict[str, Any]) -> list[dict[str, Any]]:
     return ranked
 
 
-async def tokenize(app_state, body: dict[str, Any]) -> list[list[dict[str, Any]]]:
+async def tokenize(app_state, body: dict[str, Any]) -> bytes:
     model = app_state.models.get(body.get("model"), None, "POST /tokenize")
     texts = tei_texts(
         bodies.required(body, "inputs", "POST /tokenize"), "inputs", app_state.settings.max_inputs
     )
     special = bodies.flag(body, "add_special_tokens", True)
-    texts = [model.tokenizer._prepare(t) for t in with_prompt(model, body, texts)]
-    encodings = model.untruncated.encode_batch(texts, add_special_tokens=special)
-    return [_tokens(encoding, text) for encoding, text in zip(encodings, texts, strict=True)]
+    texts = with_prompt(model, body, texts)
+
+    def answer() -> bytes:  # a row per token: a 4 MiB body gives an answer of some 80 MB
+        prepared = [model.tokenizer._prepare(t) for t in texts]
+        encodings = model.untruncated.encode_batch(prepared, add_special_tokens=special)
+        return to_json_in_parts([_tokens(e, text) for e, text in zip(encodings, prepared, strict=True)])
+
+    return await unless_small(texts, answer)
 
 
 def _tokens(encoding: Any, text: str) -> list[dict[str, Any]]:
@@ -365,6 +379,8 @@ def _tokens(encoding: Any, text: str) -> list[dict[str, Any]]:
 
 
 async def decode(app_state, body: dict[str, Any]) -> list[str]:
+    from simkernel.runtime.inference.threads import run_blocking
+
     model = app_state.models.get(body.get("model"), None, "POST /decode")
     ids = bodies.required(body, "ids", "POST /decode")
     skip = bodies.flag(body, "skip_special_tokens", True)
@@ -379,19 +395,28 @@ async def decode(app_state, body: dict[str, Any]) -> list[str]:
     else:
         rows, where = [ids], "ids"
     vocab = model.untruncated.get_vocab_size(with_added_tokens=True)
-    for i, row in enumerate(rows):
-        name = where.format(i)
-        if not isinstance(row, list):
-            raise invalid(f"{name} must be an array of token ids (integers)", "invalid_type")
-        if not row:
-            raise empty_input(f"Input validation error: {name} cannot be empty; send at least one token id")
-        for token in row:
-            if isinstance(token, bool) or not isinstance(token, int) or not 0 <= token < vocab:
-                raise invalid(
-                    f"{name} holds {str(token)[:40]}, which is not a token id of {model.id!r} (integers 0 to {vocab - 1})",
-                    "invalid_value",
+
+    def texts() -> list[str]:
+        for i, row in enumerate(rows):
+            name = where.format(i)
+            if not isinstance(row, list):
+                raise invalid(f"{name} must be an array of token ids (integers)", "invalid_type")
+            if not row:
+                raise empty_input(
+                    f"Input validation error: {name} cannot be empty; send at least one token id"
                 )
-    return [model.untruncated.decode(row, skip_special_tokens=skip) for row in rows]
+            for token in row:
+                if isinstance(token, bool) or not isinstance(token, int) or not 0 <= token < vocab:
+                    raise invalid(
+                        f"{name} holds {str(token)[:40]}, which is not a token id of {model.id!r} (integers 0 to {vocab - 1})",
+                        "invalid_value",
+                    )
+        return [model.untruncated.decode(row, skip_special_tokens=skip) for row in rows]
+
+    ids = sum(len(row) if isinstance(row, list) else 1 for row in rows)
+    if len(rows) > INLINE_ITEMS or ids > INLINE_IDS:
+        return await run_blocking(texts)  # a 4 MiB body holds a million ids
+    return texts()
 
 
 def _model_type(model: ServedModel) -> dict[str, Any]:
