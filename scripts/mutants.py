@@ -142,6 +142,16 @@ MUTANTS = (
         "the endpoint label is the request's path, not its route's template (/v1/score/sas, not /v1/score/{metric})",
     ),
     Mutant(
+        "drain-cut-counted-as-answered",
+        "src/simkernel/serve/middleware.py",
+        "                    send,\n                    503,",
+        "                    tracked_send,\n                    503,",
+        (
+            "tests/serve/test_serve_load.py::test_a_drain_timeout_that_cuts_requests_short_is_a_503_in_their_shape_exit_1_and_counted",
+        ),
+        "a request cut short by the drain timeout, answered 503, is counted as answered (exit 0)",
+    ),
+    Mutant(
         "error-type-always-server-error",
         "src/simkernel/serve/errors.py",
         '"type": TYPES.get(status, "invalid_request_error")',

@@ -3,7 +3,8 @@ simkernel routes, text-embeddings-inference's ``{"error": message, "error_type":
 
 The message names the problem and the fix. Statuses: 400 malformed JSON (and, on /v1/embeddings, an empty
 input), 401 missing or wrong key, 404 model (or path) not served, 405 wrong method, 408 body too slow, 413
-body or input count past the limits, 422 wrong types or values, 503 queue full (with Retry-After). A 500
+body or input count past the limits, 422 wrong types or values, 503 queue full or a request cut short by
+the drain timeout at shutdown (with Retry-After; the latter from :mod:`simkernel.serve.middleware`). A 500
 is only for a fault of the server itself (a model that fails), never for anything a client sends.
 
 TEI's routes answer with TEI's statuses (:func:`tei_error`): 400 ``empty`` for an empty input, 422
