@@ -20,7 +20,14 @@ import numpy as np
 import pytest
 from huggingface_hub import InferenceClient
 from huggingface_hub.errors import HfHubHTTPError
-from serve_support import API_KEY, CROSS_MODEL, DEFAULT_MODEL, ServerProcess, loopback_env
+from serve_support import (
+    API_KEY,
+    CROSS_MODEL,
+    DEFAULT_MODEL,
+    ServerProcess,
+    assert_queue_full_message,
+    loopback_env,
+)
 
 TEXTS = [
     "Berlin is the capital of Germany.",
@@ -438,7 +445,9 @@ def test_a_full_queue_is_teis_429_overloaded():
     for response in responses:
         if response.status_code == 429:
             assert response.headers["retry-after"] == "1"
-            assert tei_error_of(response, 429)["error_type"] == "overloaded"
+            error = tei_error_of(response, 429)
+            assert error["error_type"] == "overloaded"
+            assert_queue_full_message(error["error"], stderr)
 
 
 @pytest.fixture(scope="module")

@@ -110,7 +110,7 @@ async def embeddings(app_state, body: dict[str, Any]) -> bytes:
     if "user" in body and not isinstance(body["user"], str):
         raise invalid("'user' must be a string (it is ignored here)", "invalid_type")
     check_dimensions(body, model.runtime.dim)
-    vectors = await model_call(model.runtime.aencode(texts))
+    vectors = await model_call(model.runtime.aencode(texts), model.id)
     tokens = await model.input_tokens(texts)
     app_state.metrics.count_input(model.id, tokens)
     if len(texts) > INLINE_ITEMS:  # a large answer is written in a worker

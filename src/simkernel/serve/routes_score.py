@@ -127,8 +127,8 @@ async def score(app_state: Any, body: dict[str, Any], metric_name: str) -> dict[
         settings = ScoringSettings.from_options(**options)
     except (TypeError, ValueError) as exc:
         raise invalid(str(exc)) from None
-    scorer = await model_call(run_blocking(_scorer, metric, settings))
-    scores = await model_call(run_blocking(scorer.score, predicted, targets)) if predicted else []
+    scorer = await model_call(run_blocking(_scorer, metric, settings), model_id)
+    scores = await model_call(run_blocking(scorer.score, predicted, targets), model_id) if predicted else []
     if model is not None and predicted:
         app_state.metrics.count_input(
             model.id, await model.input_tokens(model.row_inputs(predicted, targets))

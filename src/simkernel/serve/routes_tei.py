@@ -166,7 +166,7 @@ async def embed(app_state, body: dict[str, Any]) -> bytes:
     texts = with_prompt(model, body, texts)
     _check_dimensions(body, model.runtime.dim)
     await check_truncation(body, texts, lambda: model.tokenizer.encode(texts), model.runtime.max_seq_length)
-    vectors = await model_call(model.runtime.aencode(texts, normalize=normalize))
+    vectors = await model_call(model.runtime.aencode(texts, normalize=normalize), model.id)
     app_state.metrics.count_input(model.id, await model.input_tokens(texts))
     return await _rows_json(vectors)
 
@@ -235,7 +235,7 @@ async def predict(app_state, body: dict[str, Any]) -> list:
         runs.append(model.runtime.apredict_texts([sequences[i] for i in texts], apply_activation=activation))
     if pairs:
         runs.append(model.runtime.apredict([sequences[i] for i in pairs], apply_activation=activation))
-    results = await model_call(asyncio.gather(*runs))
+    results = await model_call(asyncio.gather(*runs), model.id)
     app_state.metrics.count_input(model.id, await model.input_tokens(sequences))
     scores = np.empty((len(sequences), model.runtime.num_labels), dtype=np.float32)
     for rows, got in zip([r for r in (texts, pairs) if r], results, strict=True):
@@ -275,7 +275,7 @@ async def similarity(app_state, body: dict[str, Any]) -> list[float]:
     await check_truncation(
         options, texts, lambda: model.tokenizer.encode(texts), model.runtime.max_seq_length, PARAMETERS
     )
-    vectors = await model_call(model.runtime.aencode(texts))
+    vectors = await model_call(model.runtime.aencode(texts), model.id)
     app_state.metrics.count_input(model.id, await model.input_tokens(texts))
     return cosines(vectors[0], vectors[1:]).tolist()
 
@@ -327,7 +327,7 @@ async def rerank(app_state, body: dict[str, Any]) -> list[dict[str, Any]]:
     await check_truncation(
         body, pairs, lambda: model.runtime._encode_keys(pairs), model.runtime.max_seq_length
     )
-    scores = await model_call(model.runtime.apredict(pairs, apply_activation=not raw_scores))
+    scores = await model_call(model.runtime.apredict(pairs, apply_activation=not raw_scores), model.id)
     app_state.metrics.count_input(model.id, await model.input_tokens(pairs))
     order = sorted(range(len(texts)), key=lambda i: (-float(scores[i]), i))
     ranked = []
