@@ -47,6 +47,7 @@ HUGE_PAGE_TESTS = "tests/runtime/inference/test_huge_pages.py"
 IN_PROCESS = "tests/serve/test_serve_in_process.py"
 QUEUED = f"{IN_PROCESS}::test_queue_depth_latencies_and_counters_while_requests_wait_at_a_held_pass"
 SPEED = f"{IN_PROCESS}::test_tokens_per_second_is_the_pass_tokens_between_two_scrapes_over_their_interval"
+ROUTES = f"{IN_PROCESS}::test_every_route_is_labelled_and_counts_its_input_tokens"
 
 MUTANTS = (
     Mutant(
@@ -111,18 +112,44 @@ MUTANTS = (
     Mutant(
         "metrics-latency-zero",
         "src/simkernel/serve/metrics.py",
-        "self.latency.labels(endpoint).observe(seconds)",
-        "self.latency.labels(endpoint).observe(0.0)",
+        "self.latency.labels(endpoint, method).observe(seconds)",
+        "self.latency.labels(endpoint, method).observe(0.0)",
         (QUEUED,),
         "every request latency is observed as 0.0 s",
     ),
     Mutant(
         "metrics-input-tokens-one-per-request",
-        "src/simkernel/serve/app.py",
-        'state.metrics.input_tokens.labels(body["model"]).inc(tokens)',
-        'state.metrics.input_tokens.labels(body["model"]).inc(1)',
-        (QUEUED,),
+        "src/simkernel/serve/metrics.py",
+        "self.input_tokens.labels(model).inc(tokens)",
+        "self.input_tokens.labels(model).inc(1)",
+        (QUEUED, ROUTES),
         "simkernel_input_tokens_total counts 1 per request",
+    ),
+    Mutant(
+        "metrics-rerank-tokens-uncounted",
+        "src/simkernel/serve/routes_tei.py",
+        "    app_state.metrics.count_input(model.id, await model.input_tokens(pairs))\n",
+        "",
+        (ROUTES,),
+        "/rerank's input tokens are not counted in simkernel_input_tokens_total",
+    ),
+    Mutant(
+        "metrics-endpoint-raw-path",
+        "src/simkernel/serve/metrics.py",
+        "                return label\n",
+        "                return path\n",
+        (ROUTES,),
+        "the endpoint label is the request's path, not its route's template (/v1/score/sas, not /v1/score/{metric})",
+    ),
+    Mutant(
+        "drain-cut-counted-as-answered",
+        "src/simkernel/serve/middleware.py",
+        "                    send,\n                    503,",
+        "                    tracked_send,\n                    503,",
+        (
+            "tests/serve/test_serve_load.py::test_a_drain_timeout_that_cuts_requests_short_is_a_503_in_their_shape_exit_1_and_counted",
+        ),
+        "a request cut short by the drain timeout, answered 503, is counted as answered (exit 0)",
     ),
     Mutant(
         "error-type-always-server-error",

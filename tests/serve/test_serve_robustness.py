@@ -182,3 +182,67 @@ def pass_texts(http: httpx.Client) -> float:
         if line.startswith("simkernel_pass_texts_total{"):
             return float(line.split()[-1])
     return 0.0
+
+
+@pytest.fixture(scope="module")
+def default_limits():
+    """A server with the default body limit (4 MiB) and no key."""
+    process = ServerProcess("--model", DEFAULT_MODEL)
+    try:
+        yield process
+    finally:
+        status, stderr = process.stop()
+        assert status == 0 and "internal error" not in stderr, stderr
+
+
+def big_texts(count: int, chars: int) -> list[str]:
+    words = ["alpha", "beta", "gamma", "дельта", "数据", "Paris", "capital"]
+    return [
+        " ".join(words[(i + k) % 7] + str(k % 13) for k in range(chars // 8))[:chars] for i in range(count)
+    ]
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "status"),
+    [
+        # a row per token: an answer of some 60 MB
+        ("/tokenize", {"inputs": big_texts(2000, 1500)}, 200),
+        # every text tokenized to find that one is too long for truncate false
+        ("/embed", {"inputs": big_texts(2000, 1500), "truncate": False}, 422),
+    ],
+)
+def test_health_answers_while_a_big_request_is_tokenized(default_limits, path, body, status):
+    """The tokenizing and the JSON of a big request run off the event loop: /health, polled meanwhile on
+    another connection, keeps answering, each time in a small part of the big request's own time (when
+    the loop did that work, one /health waited for nearly all of it)."""
+    raw = json.dumps(body, ensure_ascii=False).encode("utf-8")
+    assert len(raw) < 4 * 1024 * 1024
+    result: dict = {}
+
+    def big() -> None:
+        with httpx.Client(base_url=default_limits.url, trust_env=False, timeout=300) as http:
+            started = time.monotonic()
+            response = http.post(path, content=raw, headers={"Content-Type": "application/json"})
+            result["seconds"] = time.monotonic() - started
+            result["response"] = response
+
+    with httpx.Client(base_url=default_limits.url, trust_env=False, timeout=300) as health:
+        health.get("/health").raise_for_status()
+        thread = threading.Thread(target=big)
+        thread.start()
+        waits = []
+        while thread.is_alive():
+            started = time.monotonic()
+            assert health.get("/health").status_code == 200
+            waits.append(time.monotonic() - started)
+            time.sleep(0.01)
+        thread.join()
+    response, seconds = result["response"], result["seconds"]
+    print(f"\n{path}: {seconds:.2f} s, {len(waits)} /health answers, the longest {max(waits):.3f} s")
+    assert response.status_code == status, response.text[:300]
+    if status == 200:
+        rows = response.json()
+        assert len(rows) == len(body["inputs"]) and sum(len(r) for r in rows) > 500_000
+    assert seconds > 0.5, f"the big request took {seconds:.2f} s: too little to tell a stalled loop"
+    assert len(waits) >= 5, (len(waits), seconds)
+    assert max(waits) < seconds / 4, f"/health waited {max(waits):.2f} s during a {seconds:.2f} s {path}"

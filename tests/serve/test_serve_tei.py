@@ -20,7 +20,14 @@ import numpy as np
 import pytest
 from huggingface_hub import InferenceClient
 from huggingface_hub.errors import HfHubHTTPError
-from serve_support import API_KEY, CROSS_MODEL, DEFAULT_MODEL, ServerProcess, loopback_env
+from serve_support import (
+    API_KEY,
+    CROSS_MODEL,
+    DEFAULT_MODEL,
+    ServerProcess,
+    assert_queue_full_message,
+    loopback_env,
+)
 
 TEXTS = [
     "Berlin is the capital of Germany.",
@@ -268,11 +275,25 @@ def tei_error_of(response, status: int) -> dict:
         ("/tokenize", {"inputs": []}),
         ("/decode", {"ids": []}),
         ("/similarity", {"inputs": {"source_sentence": "a", "sentences": []}}),
+        ("/similarity", {"inputs": {"source_sentence": "", "sentences": ["a"]}}),
+        ("/similarity", {"inputs": {"source_sentence": "a", "sentences": ["b", ""]}}),
+        ("/", {"inputs": {"source_sentence": "", "sentences": ["a"]}}),
         ("/rerank", {"query": "q", "texts": []}),
+        ("/rerank", {"query": "", "texts": ["a", ""]}),
+        ("/", {"query": "", "texts": [""]}),
     ],
 )
 def test_empty_inputs_are_teis_400_empty(client, path, body):
     assert tei_error_of(client.post(path, json=body), 400)["error_type"] == "empty"
+
+
+def test_a_pair_with_one_empty_text_is_scored_as_tei_scores_it(client, library):
+    """TEI counts a pair empty only when both its texts are: an empty query with a text is ranked."""
+    ranked = client.post("/rerank", json={"query": "", "texts": ["Paris.", "Berlin."]})
+    assert ranked.status_code == 200, ranked.text
+    scores = library["cross"].predict([("", "Paris."), ("", "Berlin.")])
+    by_index = {r["index"]: r["score"] for r in ranked.json()}
+    assert np.array_equal(as_float32([by_index[0], by_index[1]]), scores)
 
 
 @pytest.mark.parametrize("body", [{"input": ""}, {"input": []}, {"input": ["a", ""]}])
@@ -298,6 +319,45 @@ def test_empty_inputs_are_openais_400_on_v1(client, body):
         ("/predict", {"inputs": ["a", "b", "c"]}, "more than two"),
         ("/predict", {"inputs": [["a", "b", "c"]]}, "inputs[0]"),
         ("/predict", {"inputs": "x", "raw_scores": 1}, "raw_scores"),
+        # a truncate that is not a boolean is refused, whatever the inputs' length
+        ("/embed", {"inputs": "x", "truncate": "false"}, "'truncate' must be true or false"),
+        ("/embed", {"inputs": "x", "truncate": 0}, "'truncate' must be true or false"),
+        ("/", {"inputs": "x", "truncate": "no"}, "'truncate' must be true or false"),
+        ("/predict", {"inputs": "x", "truncate": "no"}, "'truncate' must be true or false"),
+        ("/rerank", {"query": "q", "texts": ["a"], "truncate": 1}, "'truncate' must be true or false"),
+        ("/predict", {"inputs": "x", "truncation_direction": 3}, "truncation_direction"),
+        # /similarity's parameters, as TEI passes them to its embed
+        (
+            "/similarity",
+            {"inputs": {"source_sentence": "a", "sentences": ["b"]}, "parameters": {"prompt_name": "query"}},
+            "'parameters.prompt_name' is 'query', but",
+        ),
+        (
+            "/similarity",
+            {
+                "inputs": {"source_sentence": "word " * 400, "sentences": ["b"]},
+                "parameters": {"truncate": False},
+            },
+            "max_input_length",
+        ),
+        (
+            "/similarity",
+            {
+                "inputs": {"source_sentence": "a", "sentences": ["word " * 400]},
+                "parameters": {"truncation_direction": "left"},
+            },
+            "'parameters.truncation_direction' \"left\"",
+        ),
+        (
+            "/similarity",
+            {"inputs": {"source_sentence": "a", "sentences": ["b"]}, "parameters": {"truncate": "false"}},
+            "'parameters.truncate' must be true or false",
+        ),
+        (
+            "/similarity",
+            {"inputs": {"source_sentence": "a", "sentences": ["b"]}, "parameters": 5},
+            "'parameters'",
+        ),
         ("/decode", {"ids": [10**9]}, "token id"),
         ("/decode", {"ids": "abc"}, "ids"),
         ("/embed", [1, 2], "JSON object"),
@@ -312,9 +372,13 @@ def test_wrong_values_are_teis_422_validation(client, path, body, named):
 
 def test_short_inputs_ignore_the_truncation_settings(client, library):
     """``truncate: false`` and ``"left"`` refuse only inputs that would be cut."""
+    vectors = library["text"].encode(TEXTS[:3])
     for extra in ({"truncate": False}, {"truncation_direction": "left"}):
         got = client.post("/embed", json={"inputs": TEXTS[:3], **extra})
-        assert np.array_equal(as_float32(got.json()), library["text"].encode(TEXTS[:3]))
+        assert np.array_equal(as_float32(got.json()), vectors)
+        inputs = {"source_sentence": TEXTS[0], "sentences": TEXTS[1:3]}
+        similar = client.post("/similarity", json={"inputs": inputs, "parameters": extra})
+        assert similar.json() == client.post("/similarity", json={"inputs": inputs}).json()
 
 
 def test_bad_json_and_unknown_paths(client, server):
@@ -381,7 +445,9 @@ def test_a_full_queue_is_teis_429_overloaded():
     for response in responses:
         if response.status_code == 429:
             assert response.headers["retry-after"] == "1"
-            assert tei_error_of(response, 429)["error_type"] == "overloaded"
+            error = tei_error_of(response, 429)
+            assert error["error_type"] == "overloaded"
+            assert_queue_full_message(error["error"], stderr)
 
 
 @pytest.fixture(scope="module")
@@ -447,3 +513,32 @@ def test_prompts_of_a_model_that_has_them(variant):
     assert [t["text"] for t in tokens if not t["special"]][:2] == ["query", ":"]
     error = tei_error_of(http.post("/embed", json={"inputs": "x", "prompt_name": "passage"}), 422)
     assert "query" in error["error"] and "запрос" in error["error"]
+
+
+def test_similarity_reads_teis_parameters(variant):
+    """/similarity's ``parameters.prompt_name`` puts the prompt before the source and every sentence, as
+    TEI's embed does for it: the cosines of the library's vectors of the prompted texts."""
+    process, encoder = variant
+    source, sentences = TEXTS[0], TEXTS[1:4]
+    body = {
+        "inputs": {"source_sentence": source, "sentences": sentences},
+        "parameters": {"prompt_name": "query"},
+    }
+    got = np.array(httpx.post(process.url + "/similarity", json=body, trust_env=False).json())
+    vectors = encoder.encode(["query: " + t for t in (source, *sentences)]).astype(np.float64)
+    plain = encoder.encode([source, *sentences]).astype(np.float64)
+
+    def cosines(rows):
+        return rows[1:] @ rows[0] / (np.linalg.norm(rows[1:], axis=1) * np.linalg.norm(rows[0]))
+
+    assert np.allclose(got, cosines(vectors), atol=1e-6, rtol=0)
+    assert np.abs(got - cosines(plain)).max() > 1e-3  # the prompt changed them
+    error = tei_error_of(
+        httpx.post(
+            process.url + "/similarity",
+            json={**body, "parameters": {"prompt_name": "passage"}},
+            trust_env=False,
+        ),
+        422,
+    )
+    assert "'parameters.prompt_name'" in error["error"] and "query" in error["error"]

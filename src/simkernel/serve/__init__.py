@@ -21,7 +21,8 @@ batcher (``TextEncoder.aencode`` / ``CrossEncoder.apredict``); a full queue is a
 
 Modules: :mod:`~simkernel.serve.settings` (the command's settings, the API key), :mod:`~.models` (the
 served models), :mod:`~.errors` (the error contract), :mod:`~.bodies` (reading and checking bodies),
-:mod:`~.routes_openai`, :mod:`~.routes_tei`, :mod:`~.routes_eval` (the endpoints), :mod:`~.metrics`
+:mod:`~.routes_openai`, :mod:`~.routes_tei`, :mod:`~.routes_eval`, :mod:`~.routes_score` (the endpoints),
+:mod:`~.offload` (what runs off the event loop), :mod:`~.metrics`
 (Prometheus), :mod:`~.middleware` (key, counting, limits), :mod:`~.app` (the Starlette app) and
 :mod:`~.server` (uvicorn, signals, the drain). This package module stays thin: it imports none of them
 (``run_serve`` imports the server when called), and they import one another by module path, never

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import sys
 import time
 import traceback
@@ -25,6 +24,7 @@ from simkernel.serve.errors import TEI_PATHS, ApiError, error_body, tei_error
 from simkernel.serve.metrics import CONTENT_TYPE, ServerMetrics
 from simkernel.serve.middleware import ServeMiddleware
 from simkernel.serve.models import ServedModels
+from simkernel.serve.offload import json_answer, to_json
 from simkernel.serve.settings import ServeSettings
 
 
@@ -47,7 +47,7 @@ def _error_response(exc: ApiError, path: str = "") -> Response:
 
 
 def _json(value: Any) -> Response:
-    return Response(json.dumps(value, separators=(",", ":")), media_type="application/json")
+    return Response(to_json(value), media_type="application/json")
 
 
 async def _disconnected(request: Request) -> None:
@@ -75,7 +75,7 @@ async def _unless_disconnected(request: Request, work: Any) -> Any:
 
 def _post(state: AppState, handler):
     """A POST endpoint: the body read under the limits, ``handler(state, body)``'s value as JSON (or
-    bytes already JSON), an :class:`ApiError` as its error answer; work for a client that disconnected
+    bytes already JSON; a large value written in a worker: :func:`~simkernel.serve.offload.json_answer`), an :class:`ApiError` as its error answer; work for a client that disconnected
     is cancelled."""
 
     async def endpoint(request: Request) -> Response:
@@ -94,9 +94,9 @@ def _post(state: AppState, handler):
             print("simkernel serve: model error\n" + traceback.format_exc(), file=sys.stderr)
             message = f"the model failed while answering (a fault of the server, not of the request): {exc}; retry, and report it if it persists"
             return _error_response(ApiError(424, message, "model_error"), path)
-        if isinstance(value, bytes):
-            return Response(value, media_type="application/json")
-        return _json(value)
+        if not isinstance(value, bytes):
+            value = await json_answer(value)  # a large answer is written in a worker
+        return Response(value, media_type="application/json")
 
     return endpoint
 
@@ -109,12 +109,6 @@ def _post_metric(state: AppState):
         return await _post(state, lambda st, body: routes_score.score(st, body, name))(request)
 
     return endpoint
-
-
-async def _embeddings(state: AppState, body: dict[str, Any]) -> bytes:
-    payload, tokens = await routes_openai.embeddings(state, body)
-    state.metrics.input_tokens.labels(body["model"]).inc(tokens)
-    return payload
 
 
 def build_app(settings: ServeSettings, models: ServedModels) -> ServeMiddleware:
@@ -157,7 +151,7 @@ def build_app(settings: ServeSettings, models: ServedModels) -> ServeMiddleware:
             return _error_response(exc, request.url.path)
 
     routes = [
-        Route("/v1/embeddings", _post(state, _embeddings), methods=["POST"]),
+        Route("/v1/embeddings", _post(state, routes_openai.embeddings), methods=["POST"]),
         Route("/similarity", _post(state, routes_tei.similarity), methods=["POST"]),
         Route("/rerank", _post(state, routes_tei.rerank), methods=["POST"]),
         Route("/embed", _post(state, routes_tei.embed), methods=["POST"]),
@@ -175,6 +169,7 @@ def build_app(settings: ServeSettings, models: ServedModels) -> ServeMiddleware:
         Route("/ready", ready, methods=["GET"]),
         Route("/metrics", metrics, methods=["GET"]),
     ]
+    state.metrics.label_routes(routes)
     app = Starlette(routes=routes, exception_handlers={HTTPException: http_error, Exception: internal_error})
     app.state.serve = state
     middleware = ServeMiddleware(app, settings.api_key, state.metrics)

@@ -42,9 +42,7 @@ async def read_json(request, max_bytes: int, timeout_s: float) -> dict[str, Any]
             "invalid_json",
         ) from None
     if not isinstance(body, dict):
-        raise invalid(
-            f"the request body must be a JSON object, got a JSON {_json_type(body)}", "invalid_type"
-        )
+        raise invalid(f"the request body must be a JSON object, got a JSON {json_type(body)}", "invalid_type")
     return body
 
 
@@ -77,7 +75,7 @@ def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON number")
 
 
-def _json_type(value: Any) -> str:
+def json_type(value: Any) -> str:
     if value is None:
         return "null"
     if isinstance(value, bool):
@@ -94,7 +92,7 @@ def _json_type(value: Any) -> str:
 def text(value: Any, where: str) -> str:
     """``value`` as a text (a JSON string with no lone surrogate)."""
     if not isinstance(value, str):
-        raise invalid(f"{where} must be a string, got a JSON {_json_type(value)}", "invalid_type")
+        raise invalid(f"{where} must be a string, got a JSON {json_type(value)}", "invalid_type")
     try:
         value.encode("utf-8")
     except UnicodeEncodeError:
@@ -107,7 +105,7 @@ def text(value: Any, where: str) -> str:
 def texts(value: Any, where: str, max_inputs: int, allow_empty_list: bool = False) -> list[str]:
     """``value`` as a list of texts (at most ``max_inputs``: 413 past it)."""
     if not isinstance(value, list):
-        raise invalid(f"{where} must be an array of strings, got a JSON {_json_type(value)}", "invalid_type")
+        raise invalid(f"{where} must be an array of strings, got a JSON {json_type(value)}", "invalid_type")
     if not value and not allow_empty_list:
         raise invalid(f"{where} is an empty array; send at least one string", "invalid_value")
     if len(value) > max_inputs:
@@ -127,12 +125,16 @@ def required(body: dict[str, Any], name: str, endpoint: str) -> Any:
     return body[name]
 
 
-def flag(body: dict[str, Any], name: str, default: bool) -> bool:
+def flag(body: dict[str, Any], name: str, default: bool, prefix: str = "") -> bool:
+    """The boolean ``body[name]`` (``default`` when absent or null); ``prefix`` names the object it is in
+    (``"parameters."``) in the message."""
     value = body.get(name, default)
     if value is None:
         return default
     if not isinstance(value, bool):
-        raise invalid(f"{name!r} must be true or false, got a JSON {_json_type(value)}", "invalid_type")
+        raise invalid(
+            f"'{prefix}{name}' must be true or false, got a JSON {json_type(value)}", "invalid_type"
+        )
     return value
 
 

@@ -3,7 +3,8 @@ simkernel routes, text-embeddings-inference's ``{"error": message, "error_type":
 
 The message names the problem and the fix. Statuses: 400 malformed JSON (and, on /v1/embeddings, an empty
 input), 401 missing or wrong key, 404 model (or path) not served, 405 wrong method, 408 body too slow, 413
-body or input count past the limits, 422 wrong types or values, 503 queue full (with Retry-After). A 500
+body or input count past the limits, 422 wrong types or values, 503 queue full or a request cut short by
+the drain timeout at shutdown (with Retry-After; the latter from :mod:`simkernel.serve.middleware`). A 500
 is only for a fault of the server itself (a model that fails), never for anything a client sends.
 
 TEI's routes answer with TEI's statuses (:func:`tei_error`): 400 ``empty`` for an empty input, 422
@@ -16,6 +17,7 @@ names them: ``unauthorized``, ``not_found``, ``validation``).
 from __future__ import annotations
 
 import json
+import sys
 
 TYPES = {
     400: "invalid_request_error",
@@ -84,11 +86,14 @@ def empty_input(message: str) -> ApiError:
     return ApiError(400, message, "empty")
 
 
-def queue_full(message: str) -> ApiError:
-    """503 for a full batching queue (QueueFullError's message names the setting)."""
+def queue_full(model: str | None, max_queue: int | None) -> ApiError:
+    """503 for a full batching queue, told in the client's terms: the served model's id and the server's
+    option (the library's message, with the model's path and its Python settings, goes to the log)."""
+    whose = f"the model {model!r}" if model else "a model of this server"
+    limit = f" (--max-queue {max_queue})" if max_queue is not None else ""
     return ApiError(
         503,
-        f"the server is busy: {message}; retry after {RETRY_AFTER_S} s (the operator can raise --max-queue)",
+        f"the server is busy: the queue of calls waiting for a forward pass of {whose} is full{limit}; retry after {RETRY_AFTER_S} s, or send fewer requests at once (the operator can raise --max-queue)",
         "queue_full",
         {"Retry-After": str(RETRY_AFTER_S)},
     )
@@ -98,15 +103,16 @@ def invalid(message: str, code: str = "invalid_value") -> ApiError:
     return ApiError(422, message, code)
 
 
-async def model_call(awaitable):
-    """Await a model call: a full queue is a 503, the library's input errors a 422 (with its message),
-    a failure of the model itself a 500."""
+async def model_call(awaitable, model: str | None):
+    """Await a call of the served model ``model`` (its id; None for a metric's own): a full queue is a 503,
+    the library's input errors a 422 (with its message), a failure of the model itself a 500."""
     from simkernel.errors import ModelError, QueueFullError
 
     try:
         return await awaitable
     except QueueFullError as exc:
-        raise queue_full(str(exc)) from None
+        print(f"simkernel serve: a request refused: {exc}", file=sys.stderr)
+        raise queue_full(model, exc.max_queue) from None
     except ModelError:
         raise  # the server's fault, not the client's: answered 500 by the app
     except (ValueError, TypeError) as exc:

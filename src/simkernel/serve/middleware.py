@@ -1,6 +1,7 @@
 """The ASGI middleware in front of every route: the API key, request counting and metrics, and the
 last-resort 500 (a fault of the server, never of a client, in OpenAI's error shape; TEI's on TEI's
-routes, where it is TEI's 424).
+routes, where it is TEI's 424), and the 503 (with Retry-After, in the route's shape) of a request that the
+drain timeout cut short before its answer began.
 
 The key is compared with :func:`hmac.compare_digest` (no timing leak) and never logged or echoed.
 ``/health``, ``/ready`` and ``GET /`` (TEI's health probe) need no key. ``accepted`` and ``answered`` count the requests this
@@ -9,12 +10,13 @@ server began and those whose answer it sent to its last byte, for the drain repo
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import sys
 import time
 import traceback
 
-from simkernel.serve.errors import TEI_PATHS, error_body, tei_error
+from simkernel.serve.errors import RETRY_AFTER_S, TEI_PATHS, error_body, tei_error
 
 OPEN_PATHS = ("/health", "/ready")
 
@@ -61,8 +63,23 @@ class ServeMiddleware:
                     "internal_error",
                     path,
                 )
+        except asyncio.CancelledError:
+            # the drain timeout (uvicorn's timeout_graceful_shutdown) cancelled this request: the client
+            # gets a 503 in the route's shape rather than uvicorn's plain-text 500; it is sent past
+            # tracked_send, so the drain report does not count the request as answered
+            if not status["started"]:
+                status["code"] = 503
+                await self._error(
+                    send,
+                    503,
+                    "the server is shutting down and its drain timeout (--drain-timeout) ended before this request was answered; send it again (to another instance of the service, or once the server is back)",
+                    "shutting_down",
+                    path,
+                    {"Retry-After": str(RETRY_AFTER_S)},
+                )
+            raise
         finally:
-            self.metrics.observe(path, status["code"], time.perf_counter() - start)
+            self.metrics.observe(path, scope.get("method", ""), status["code"], time.perf_counter() - start)
 
     def _refusal(self, scope) -> str | None:
         path = scope.get("path")
@@ -81,11 +98,16 @@ class ServeMiddleware:
         return None
 
     @staticmethod
-    async def _error(send, status: int, message: str, code: str, path: str) -> None:
+    async def _error(
+        send, status: int, message: str, code: str, path: str, extra: dict[str, str] | None = None
+    ) -> None:
         if path in TEI_PATHS:  # TEI's routes answer in TEI's shape
             status, body = tei_error(status, message, code)
         else:
             body = error_body(status, message, code)
         headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+        headers += [
+            (name.lower().encode("latin-1"), value.encode("latin-1")) for name, value in (extra or {}).items()
+        ]
         await send({"type": "http.response.start", "status": status, "headers": headers})
         await send({"type": "http.response.body", "body": body})

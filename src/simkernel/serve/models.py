@@ -15,6 +15,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -38,9 +39,34 @@ class ServedModel:
     def batcher(self) -> Any:
         return getattr(self.runtime, "_batcher", None)
 
-    def count_tokens(self, texts: list[str]) -> int:
-        """Tokens of ``texts`` as the model reads them (special tokens included, truncated)."""
-        return sum(len(encoding.ids) for encoding in self.runtime._tokenizer.encode(texts))
+    def count_tokens(self, inputs: Sequence[str | tuple[str, str]]) -> int:
+        """Tokens of ``inputs`` as the model reads them (special tokens included, truncated): texts, and
+        for a cross-encoder (a, b) pairs too (one sequence of two segments each)."""
+        if self.kind == "cross-encoder":
+            encodings = self.runtime._encode_keys(list(inputs))
+        else:
+            encodings = self.tokenizer.encode(list(inputs))
+        return sum(len(encoding.ids) for encoding in encodings)
+
+    async def input_tokens(self, inputs: Sequence[str | tuple[str, str]]) -> int:
+        """:meth:`count_tokens`, off the event loop for many or long inputs: a request's input tokens, as
+        ``simkernel_input_tokens_total`` counts them (every input the request gave the model, repeats
+        included, whether or not a cache answered it)."""
+        from simkernel.serve.offload import unless_small
+
+        return await unless_small(inputs, lambda: self.count_tokens(inputs))
+
+    def row_inputs(self, predicted: Sequence[str], targets: Sequence[Any]) -> list[str | tuple[str, str]]:
+        """The inputs that a row metric (SAS's, ``/v1/score/{metric}``) gives this model for rows of
+        ``predicted`` texts and their ``targets`` (a text, or a list of texts, each): for a cross-encoder
+        each prediction paired with each of its targets, for a bi-encoder the predictions then every
+        target (:func:`~simkernel.scoring.metrics.sas.cross_pairs`, ``bi_encoder_texts``)."""
+        from simkernel.scoring.metrics.sas import bi_encoder_texts, cross_pairs
+
+        groups = [[target] if isinstance(target, str) else list(target) for target in targets]
+        if self.kind == "cross-encoder":
+            return list(cross_pairs(predicted, groups))
+        return list(bi_encoder_texts(predicted, groups))
 
     @property
     def tokenizer(self) -> Any:

@@ -64,7 +64,10 @@ async def sas(app_state, body: dict[str, Any]) -> dict[str, Any]:
         allow_empty_list=True,
     )
     model = app_state.models.get(body.get("model"), None, "POST /v1/sas")
-    result = await model_call(model.sas.run_async(ground_truth_answers=truths, predicted_answers=predictions))
+    result = await model_call(
+        model.sas.run_async(ground_truth_answers=truths, predicted_answers=predictions), model.id
+    )
+    app_state.metrics.count_input(model.id, await model.input_tokens(model.row_inputs(predictions, truths)))
     return {
         "score": float(result["score"]),
         "individual_scores": [float(s) for s in result["individual_scores"]],
@@ -106,5 +109,7 @@ async def reference_match(app_state, body: dict[str, Any]) -> dict[str, Any]:
         )
     except (ValueError, TypeError) as exc:
         raise invalid(str(exc)) from None
-    result = await model_call(metric.evaluate(SimpleNamespace(actual_output=output)))
+    result = await model_call(metric.evaluate(SimpleNamespace(actual_output=output)), model.id)
+    if references:  # with none, the metric answers without the model
+        app_state.metrics.count_input(model.id, await model.input_tokens([output, *references]))
     return {**result, "score": float(result["score"]), "threshold": metric.threshold, "model": model.id}

@@ -11,15 +11,13 @@ written as JSON numbers that parse back to the same float32 bits.
 from __future__ import annotations
 
 import base64
-import json
 from typing import Any
 
 import numpy as np
 
 import simkernel.serve.bodies as bodies
 from simkernel.serve.errors import ApiError, empty_input, invalid, model_call
-
-INLINE_TEXTS = 64  # a request with more texts has its tokens counted and its JSON written in a worker
+from simkernel.serve.offload import INLINE_ITEMS, to_json
 
 
 def _is_token_ids(value: Any) -> bool:
@@ -82,17 +80,25 @@ def embeddings_payload(vectors: np.ndarray, model: str, fmt: str, tokens: int) -
         data = [base64.b64encode(row.tobytes()).decode("ascii") for row in rows]
     else:
         data = vectors.astype(np.float64).tolist()  # each float32 value exactly, as a JSON number
-    payload = {
-        "object": "list",
-        "data": [{"object": "embedding", "index": i, "embedding": row} for i, row in enumerate(data)],
-        "model": model,
-        "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
-    }
-    return json.dumps(payload, separators=(",", ":")).encode("utf-8")
+    # json.dumps of the whole payload, written an embedding at a time (json's encoder holds the GIL for
+    # the whole of one call: see simkernel.serve.offload)
+    items = (to_json({"object": "embedding", "index": i, "embedding": row}) for i, row in enumerate(data))
+    usage = {"prompt_tokens": tokens, "total_tokens": tokens}
+    return b"".join(
+        (
+            b'{"object":"list","data":[',
+            b",".join(items),
+            b'],"model":',
+            to_json(model),
+            b',"usage":',
+            to_json(usage),
+            b"}",
+        )
+    )
 
 
-async def embeddings(app_state, body: dict[str, Any]) -> tuple[bytes, int]:
-    """(response body, prompt tokens) of one embeddings request."""
+async def embeddings(app_state, body: dict[str, Any]) -> bytes:
+    """The response body of one embeddings request (its prompt tokens counted in the metrics)."""
     from simkernel.runtime.inference.threads import run_blocking
 
     settings = app_state.settings
@@ -104,14 +110,12 @@ async def embeddings(app_state, body: dict[str, Any]) -> tuple[bytes, int]:
     if "user" in body and not isinstance(body["user"], str):
         raise invalid("'user' must be a string (it is ignored here)", "invalid_type")
     check_dimensions(body, model.runtime.dim)
-    vectors = await model_call(model.runtime.aencode(texts))
-    if len(texts) > INLINE_TEXTS:
-        tokens = await run_blocking(model.count_tokens, texts)
-        payload = await run_blocking(embeddings_payload, vectors, model.id, fmt, tokens)
-    else:
-        tokens = model.count_tokens(texts)
-        payload = embeddings_payload(vectors, model.id, fmt, tokens)
-    return payload, tokens
+    vectors = await model_call(model.runtime.aencode(texts), model.id)
+    tokens = await model.input_tokens(texts)
+    app_state.metrics.count_input(model.id, tokens)
+    if len(texts) > INLINE_ITEMS:  # a large answer is written in a worker
+        return await run_blocking(embeddings_payload, vectors, model.id, fmt, tokens)
+    return embeddings_payload(vectors, model.id, fmt, tokens)
 
 
 def models_payload(app_state) -> dict[str, Any]:

@@ -116,9 +116,10 @@ async def score(app_state: Any, body: dict[str, Any], metric_name: str) -> dict[
     options: dict[str, Any] = {name: body[name] for name in takes if name in body}
     if "options" in body:
         options["options"] = _metric_options(metric, body["options"], endpoint)
-    model_id = None
+    model, model_id = None, None
     if metric.loads_model:
-        model_id = app_state.models.get(body.get("model"), None, endpoint).id
+        model = app_state.models.get(body.get("model"), None, endpoint)
+        model_id = model.id
         options.update(model=model_id, precision=app_state.settings.precision)
     elif "model" in body:
         raise invalid(f"{endpoint} runs no model; drop 'model'", "invalid_value")
@@ -126,8 +127,12 @@ async def score(app_state: Any, body: dict[str, Any], metric_name: str) -> dict[
         settings = ScoringSettings.from_options(**options)
     except (TypeError, ValueError) as exc:
         raise invalid(str(exc)) from None
-    scorer = await model_call(run_blocking(_scorer, metric, settings))
-    scores = await model_call(run_blocking(scorer.score, predicted, targets)) if predicted else []
+    scorer = await model_call(run_blocking(_scorer, metric, settings), model_id)
+    scores = await model_call(run_blocking(scorer.score, predicted, targets), model_id) if predicted else []
+    if model is not None and predicted:
+        app_state.metrics.count_input(
+            model.id, await model.input_tokens(model.row_inputs(predicted, targets))
+        )
     columns = {
         suffix: _column(values, kind)
         for (suffix, kind), values in zip(metric.columns, metric.score_columns(scores), strict=True)

@@ -17,8 +17,9 @@ its numbers are the library's, bit for bit. Bodies as TEI reads them:
   pairs (``[[a], [a, b], ...]``); ``raw_scores`` (default false: the model's activation, sigmoid for one
   label; true: the logits). Answer: for each input, ``[{"score", "label"}, ...]`` over the model's
   labels, highest first (one list for a single input, a list of them for an array).
-- ``/similarity``: ``{"inputs": {"source_sentence", "sentences"}}`` -> the cosine of the source's
-  embedding with each sentence's. ``/rerank``: ``{"query", "texts", "raw_scores"?, "return_text"?,
+- ``/similarity``: ``{"inputs": {"source_sentence", "sentences"}, "parameters"?}`` -> the cosine of the
+  source's embedding with each sentence's; ``parameters`` (TEI's ``SimilarityParameters``: ``truncate``,
+  ``truncation_direction``, ``prompt_name``) read and checked as ``/embed`` reads them. ``/rerank``: ``{"query", "texts", "raw_scores"?, "return_text"?,
   "truncate"?}`` -> ``[{"index", "score", "text"?}, ...]``, highest score first (a 1-label cross-encoder).
 - ``/tokenize``: ``inputs`` (string or strings), ``add_special_tokens`` (default true), ``prompt_name``
   -> for each input ``[{"id", "text", "special", "start", "stop"}, ...]`` (byte offsets into the text as
@@ -38,6 +39,7 @@ model of the kind the route needs). Fields TEI does not know are ignored, as TEI
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -45,8 +47,8 @@ import numpy as np
 import simkernel.serve.bodies as bodies
 from simkernel.serve.errors import ApiError, empty_input, invalid, model_call
 from simkernel.serve.models import ServedModel
+from simkernel.serve.offload import INLINE_IDS, INLINE_ITEMS, to_json, to_json_in_parts, unless_small
 
-INLINE_TEXTS = 64  # a request with more texts has its JSON written in a worker
 DTYPES = {"fp32": "float32", "int8": "int8", "bf16": "bfloat16"}
 
 
@@ -74,52 +76,64 @@ def tei_texts(value: Any, where: str, max_inputs: int) -> list[str]:
     return items
 
 
-def _truncation_direction(body: dict[str, Any]) -> str:
-    value = body.get("truncation_direction", "right")
+PARAMETERS = "parameters."  # where /similarity's embedding options are (TEI's SimilarityParameters)
+
+
+def _truncation_direction(options: dict[str, Any], prefix: str = "") -> str:
+    value = options.get("truncation_direction", "right")
     if value is None:
         return "right"
     if value not in ("right", "Right", "left", "Left"):
-        raise invalid(f'\'truncation_direction\' must be "right" or "left", got {str(value)[:60]!r}')
+        raise invalid(f'\'{prefix}truncation_direction\' must be "right" or "left", got {str(value)[:60]!r}')
     return value.lower()
 
 
-def check_truncation(body: dict[str, Any], encodings: list, max_length: int) -> None:
-    """TEI's ``truncate`` and ``truncation_direction`` against the inputs' tokenizations (by the model's
-    truncating tokenizer: an input it cut has overflowing tokens)."""
-    truncate = bodies.flag(body, "truncate", True)
-    direction = _truncation_direction(body)
+async def check_truncation(
+    options: dict[str, Any],
+    inputs: list,
+    encode: Callable[[], list],
+    max_length: int,
+    prefix: str = "",
+) -> None:
+    """TEI's ``truncate`` and ``truncation_direction`` of ``options`` (the body, or /similarity's
+    ``parameters``: ``prefix`` names it) against the tokenizations of ``inputs``, ``encode()`` (by the
+    model's truncating tokenizer: an input it cut has overflowing tokens), which runs only when the
+    settings can refuse an input, and off the event loop for many or long inputs."""
+    truncate = bodies.flag(options, "truncate", True, prefix)
+    direction = _truncation_direction(options, prefix)
     if truncate and direction == "right":
         return
-    cut = [i for i, encoding in enumerate(encodings) if encoding.overflowing]
+    cut = [i for i, encoding in enumerate(await unless_small(inputs, encode)) if encoding.overflowing]
     if not cut:
         return
     if not truncate:
         raise invalid(
-            f"Input validation error: input {cut[0]} is longer than the model's max_input_length of {max_length} tokens and 'truncate' is false; send shorter texts, or set 'truncate': true to cut them at the end",
+            f"Input validation error: input {cut[0]} is longer than the model's max_input_length of {max_length} tokens and '{prefix}truncate' is false; send shorter texts, or set '{prefix}truncate': true to cut them at the end",
             "input_too_long",
         )
     raise invalid(
-        f'\'truncation_direction\' "left" is not served: this server cuts an input at its end, as sentence-transformers does, and input {cut[0]} is longer than max_input_length ({max_length} tokens); send "right" or shorter texts',
+        f'\'{prefix}truncation_direction\' "left" is not served: this server cuts an input at its end, as sentence-transformers does, and input {cut[0]} is longer than max_input_length ({max_length} tokens); send "right" or shorter texts',
         "invalid_value",
     )
 
 
-def with_prompt(model: ServedModel, body: dict[str, Any], texts: list[str]) -> list[str]:
-    """``texts`` with the text of the body's ``prompt_name`` (a key of the model's prompts) before each."""
-    name = body.get("prompt_name")
+def with_prompt(model: ServedModel, options: dict[str, Any], texts: list[str], prefix: str = "") -> list[str]:
+    """``texts`` with the text of ``options``' ``prompt_name`` (a key of the model's prompts) before each."""
+    name = options.get("prompt_name")
     if name is None:
         return texts
+    field = f"'{prefix}prompt_name'"
     if not isinstance(name, str):
-        raise invalid("'prompt_name' must be a string naming one of the model's prompts", "invalid_type")
+        raise invalid(f"{field} must be a string naming one of the model's prompts", "invalid_type")
     prompts = model.prompts
     if not prompts:
         raise invalid(
-            f"Input validation error: 'prompt_name' is {name[:100]!r}, but {model.id!r} has no prompts in its sentence-transformers configuration; leave 'prompt_name' out (or put the prompt's text before each input yourself)",
+            f"Input validation error: {field} is {name[:100]!r}, but {model.id!r} has no prompts in its sentence-transformers configuration; leave {field} out (or put the prompt's text before each input yourself)",
             "no_prompts",
         )
     if name not in prompts:
         raise invalid(
-            f"Input validation error: 'prompt_name' is {name[:100]!r}, which is not one of {model.id!r}'s prompts: {sorted(prompts)}",
+            f"Input validation error: {field} is {name[:100]!r}, which is not one of {model.id!r}'s prompts: {sorted(prompts)}",
             "unknown_prompt",
         )
     return [prompts[name] + text for text in texts]
@@ -135,29 +149,26 @@ def _check_dimensions(body: dict[str, Any], dim: int) -> None:
     )
 
 
-async def _as_json_rows(matrix: np.ndarray, count: int) -> list:
-    """float32 rows as lists of floats (each float32 value exactly), in a worker for large answers."""
+async def _rows_json(matrix: np.ndarray) -> bytes:
+    """float32 rows as a JSON array of arrays (each float32 value exactly), written in a worker for a
+    large answer."""
     from simkernel.runtime.inference.threads import run_blocking
 
-    if count > INLINE_TEXTS:
-        return await run_blocking(lambda: matrix.astype(np.float64).tolist())
-    return matrix.astype(np.float64).tolist()
+    if len(matrix) > INLINE_ITEMS:
+        return await run_blocking(lambda: to_json_in_parts(matrix.astype(np.float64).tolist()))
+    return to_json(matrix.astype(np.float64).tolist())
 
 
-async def embed(app_state, body: dict[str, Any]) -> list[list[float]]:
+async def embed(app_state, body: dict[str, Any]) -> bytes:
     model = app_state.models.get(body.get("model"), "bi-encoder", "POST /embed")
     texts = tei_texts(bodies.required(body, "inputs", "POST /embed"), "inputs", app_state.settings.max_inputs)
     normalize = bodies.flag(body, "normalize", True)
     texts = with_prompt(model, body, texts)
     _check_dimensions(body, model.runtime.dim)
-    if _needs_truncation_check(body):
-        check_truncation(body, model.tokenizer.encode(texts), model.runtime.max_seq_length)
-    vectors = await model_call(model.runtime.aencode(texts, normalize=normalize))
-    return await _as_json_rows(vectors, len(texts))
-
-
-def _needs_truncation_check(body: dict[str, Any]) -> bool:
-    return body.get("truncate") is False or body.get("truncation_direction") not in (None, "right", "Right")
+    await check_truncation(body, texts, lambda: model.tokenizer.encode(texts), model.runtime.max_seq_length)
+    vectors = await model_call(model.runtime.aencode(texts, normalize=normalize), model.id)
+    app_state.metrics.count_input(model.id, await model.input_tokens(texts))
+    return await _rows_json(vectors)
 
 
 def predict_inputs(value: Any, max_inputs: int) -> tuple[list[str | tuple[str, str]], bool]:
@@ -215,10 +226,8 @@ async def predict(app_state, body: dict[str, Any]) -> list:
         bodies.required(body, "inputs", "POST /predict"), app_state.settings.max_inputs
     )
     activation = not bodies.flag(body, "raw_scores", False)
-    if _needs_truncation_check(body):
-        runtime = model.runtime
-        encodings = runtime._encode_keys(sequences)
-        check_truncation(body, encodings, runtime.max_seq_length)
+    runtime = model.runtime
+    await check_truncation(body, sequences, lambda: runtime._encode_keys(sequences), runtime.max_seq_length)
     texts = [i for i, s in enumerate(sequences) if isinstance(s, str)]
     pairs = [i for i, s in enumerate(sequences) if not isinstance(s, str)]
     runs = []
@@ -226,7 +235,8 @@ async def predict(app_state, body: dict[str, Any]) -> list:
         runs.append(model.runtime.apredict_texts([sequences[i] for i in texts], apply_activation=activation))
     if pairs:
         runs.append(model.runtime.apredict([sequences[i] for i in pairs], apply_activation=activation))
-    results = await model_call(asyncio.gather(*runs))
+    results = await model_call(asyncio.gather(*runs), model.id)
+    app_state.metrics.count_input(model.id, await model.input_tokens(sequences))
     scores = np.empty((len(sequences), model.runtime.num_labels), dtype=np.float32)
     for rows, got in zip([r for r in (texts, pairs) if r], results, strict=True):
         scores[rows] = got.reshape(len(rows), -1)
@@ -253,9 +263,35 @@ async def similarity(app_state, body: dict[str, Any]) -> list[float]:
             "Input validation error: 'inputs.sentences' cannot be empty; send at least one sentence"
         )
     sentences = bodies.texts(sentences, "inputs.sentences", app_state.settings.max_inputs - 1)
+    for where, item in (
+        ("inputs.source_sentence", source),
+        *((f"inputs.sentences[{i}]", t) for i, t in enumerate(sentences)),
+    ):
+        if not item:
+            raise empty_input(f"Input validation error: {where} is an empty string; send text to embed")
+    options = similarity_parameters(body)
     model = app_state.models.get(body.get("model"), "bi-encoder", "POST /similarity")
-    vectors = await model_call(model.runtime.aencode([source, *sentences]))
+    texts = with_prompt(model, options, [source, *sentences], PARAMETERS)
+    await check_truncation(
+        options, texts, lambda: model.tokenizer.encode(texts), model.runtime.max_seq_length, PARAMETERS
+    )
+    vectors = await model_call(model.runtime.aencode(texts), model.id)
+    app_state.metrics.count_input(model.id, await model.input_tokens(texts))
     return cosines(vectors[0], vectors[1:]).tolist()
+
+
+def similarity_parameters(body: dict[str, Any]) -> dict[str, Any]:
+    """TEI's ``SimilarityParameters`` (``truncate``, ``truncation_direction``, ``prompt_name``), which TEI
+    passes on to its embed: ``parameters``, an object or null (fields TEI does not know are ignored)."""
+    value = body.get("parameters")
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise invalid(
+            f'\'parameters\' must be an object {{"truncate", "truncation_direction", "prompt_name"}} or null, got a JSON {bodies.json_type(value)}',
+            "invalid_type",
+        )
+    return value
 
 
 def cosines(source: np.ndarray, others: np.ndarray) -> np.ndarray:
@@ -273,9 +309,14 @@ async def rerank(app_state, body: dict[str, Any]) -> list[dict[str, Any]]:
     if isinstance(texts, list) and not texts:
         raise empty_input("Input validation error: 'texts' cannot be empty; send at least one text to rank")
     texts = bodies.texts(texts, "texts", app_state.settings.max_inputs)
+    if not query:
+        for i, text in enumerate(texts):
+            if not text:  # TEI's rule: a pair is empty when both its texts are
+                raise empty_input(
+                    f"Input validation error: 'query' and texts[{i}] are both empty strings; send text to rank"
+                )
     raw_scores = bodies.flag(body, "raw_scores", False)
     return_text = bodies.flag(body, "return_text", False)
-    bodies.flag(body, "truncate", True)
     model = app_state.models.get(body.get("model"), "cross-encoder", "POST /rerank")
     if model.runtime.num_labels != 1:
         raise invalid(
@@ -283,9 +324,11 @@ async def rerank(app_state, body: dict[str, Any]) -> list[dict[str, Any]]:
             "invalid_model",
         )
     pairs = [(query, t) for t in texts]
-    if _needs_truncation_check(body):
-        check_truncation(body, model.runtime._encode_keys(pairs), model.runtime.max_seq_length)
-    scores = await model_call(model.runtime.apredict(pairs, apply_activation=not raw_scores))
+    await check_truncation(
+        body, pairs, lambda: model.runtime._encode_keys(pairs), model.runtime.max_seq_length
+    )
+    scores = await model_call(model.runtime.apredict(pairs, apply_activation=not raw_scores), model.id)
+    app_state.metrics.count_input(model.id, await model.input_tokens(pairs))
     order = sorted(range(len(texts)), key=lambda i: (-float(scores[i]), i))
     ranked = []
     for i in order:
@@ -296,15 +339,20 @@ async def rerank(app_state, body: dict[str, Any]) -> list[dict[str, Any]]:
     return ranked
 
 
-async def tokenize(app_state, body: dict[str, Any]) -> list[list[dict[str, Any]]]:
+async def tokenize(app_state, body: dict[str, Any]) -> bytes:
     model = app_state.models.get(body.get("model"), None, "POST /tokenize")
     texts = tei_texts(
         bodies.required(body, "inputs", "POST /tokenize"), "inputs", app_state.settings.max_inputs
     )
     special = bodies.flag(body, "add_special_tokens", True)
-    texts = [model.tokenizer._prepare(t) for t in with_prompt(model, body, texts)]
-    encodings = model.untruncated.encode_batch(texts, add_special_tokens=special)
-    return [_tokens(encoding, text) for encoding, text in zip(encodings, texts, strict=True)]
+    texts = with_prompt(model, body, texts)
+
+    def answer() -> bytes:  # a row per token: a 4 MiB body gives an answer of some 80 MB
+        prepared = [model.tokenizer._prepare(t) for t in texts]
+        encodings = model.untruncated.encode_batch(prepared, add_special_tokens=special)
+        return to_json_in_parts([_tokens(e, text) for e, text in zip(encodings, prepared, strict=True)])
+
+    return await unless_small(texts, answer)
 
 
 def _tokens(encoding: Any, text: str) -> list[dict[str, Any]]:
@@ -331,6 +379,8 @@ def _tokens(encoding: Any, text: str) -> list[dict[str, Any]]:
 
 
 async def decode(app_state, body: dict[str, Any]) -> list[str]:
+    from simkernel.runtime.inference.threads import run_blocking
+
     model = app_state.models.get(body.get("model"), None, "POST /decode")
     ids = bodies.required(body, "ids", "POST /decode")
     skip = bodies.flag(body, "skip_special_tokens", True)
@@ -345,19 +395,28 @@ async def decode(app_state, body: dict[str, Any]) -> list[str]:
     else:
         rows, where = [ids], "ids"
     vocab = model.untruncated.get_vocab_size(with_added_tokens=True)
-    for i, row in enumerate(rows):
-        name = where.format(i)
-        if not isinstance(row, list):
-            raise invalid(f"{name} must be an array of token ids (integers)", "invalid_type")
-        if not row:
-            raise empty_input(f"Input validation error: {name} cannot be empty; send at least one token id")
-        for token in row:
-            if isinstance(token, bool) or not isinstance(token, int) or not 0 <= token < vocab:
-                raise invalid(
-                    f"{name} holds {str(token)[:40]}, which is not a token id of {model.id!r} (integers 0 to {vocab - 1})",
-                    "invalid_value",
+
+    def texts() -> list[str]:
+        for i, row in enumerate(rows):
+            name = where.format(i)
+            if not isinstance(row, list):
+                raise invalid(f"{name} must be an array of token ids (integers)", "invalid_type")
+            if not row:
+                raise empty_input(
+                    f"Input validation error: {name} cannot be empty; send at least one token id"
                 )
-    return [model.untruncated.decode(row, skip_special_tokens=skip) for row in rows]
+            for token in row:
+                if isinstance(token, bool) or not isinstance(token, int) or not 0 <= token < vocab:
+                    raise invalid(
+                        f"{name} holds {str(token)[:40]}, which is not a token id of {model.id!r} (integers 0 to {vocab - 1})",
+                        "invalid_value",
+                    )
+        return [model.untruncated.decode(row, skip_special_tokens=skip) for row in rows]
+
+    ids = sum(len(row) if isinstance(row, list) else 1 for row in rows)
+    if len(rows) > INLINE_ITEMS or ids > INLINE_IDS:
+        return await run_blocking(texts)  # a 4 MiB body holds a million ids
+    return texts()
 
 
 def _model_type(model: ServedModel) -> dict[str, Any]:

@@ -181,7 +181,8 @@ class PassBatcher:
         with self._lock:
             if len(self._queue) >= self.max_queue:
                 raise QueueFullError(
-                    f"the batching queue of {self.name!r} is full: {len(self._queue)} calls wait for a forward pass (max_queue={self.max_queue}); raise max_queue (TextEncoder(..., max_queue=N) or SIMKERNEL_MAX_QUEUE=N), or send fewer calls at once and retry later"
+                    f"the batching queue of {self.name!r} is full: {len(self._queue)} calls wait for a forward pass (max_queue={self.max_queue}); raise max_queue (TextEncoder(..., max_queue=N) or SIMKERNEL_MAX_QUEUE=N), or send fewer calls at once and retry later",
+                    self.max_queue,
                 )
             self._queue.append(call)
             if self._gather and len(self._queue) >= self._gather:
