@@ -43,6 +43,7 @@ from simkernel.tables.file_sets import is_file_set
 from simkernel.tables.formats import format_of, require_format_support, rows_at_most, table_format
 from simkernel.tables.partial import PartialOutput, print_notice
 from simkernel.tables.readers import TableReader, open_table
+from simkernel.tables.table_format import check_output_paths
 from simkernel.tables.writers import OutputLayout, StdoutOutput
 
 
@@ -50,6 +51,8 @@ def run_job(args: ScoreJob) -> Summary:
     """Run one job; returns its summary (errors are raised as :class:`~simkernel.errors.InputError`)."""
     started = time.perf_counter()
     _check_options(args)
+    # an output that could only fail (or replace the input) once every row is scored fails now
+    check_output_paths(output_paths(args), [] if is_file_set(args.file) else [args.file])
     threshold, threshold_notes = resolve_cli_threshold(args)
     out_format = format_of(args.output, args.output_format)  # a bad extension fails before any work
     require_format_support(out_format)  # a missing extra is named before any work
@@ -95,6 +98,11 @@ def run_job(args: ScoreJob) -> Summary:
 
         write_score_report(args, summary, output.scores, survey.labels)
     return summary
+
+
+def output_paths(args: ScoreJob) -> dict[str, str | None]:
+    """The files a run writes, by option (None: not written)."""
+    return {"--output": args.output, "--summary-json": args.summary_json, "--report": args.report}
 
 
 def _score_file(args: ScoreJob, threshold: float | None, out_format: str | None) -> tuple:

@@ -25,7 +25,7 @@ from simkernel.batch.fingerprint import fingerprint
 from simkernel.batch.job import ScoreJob
 from simkernel.batch.progress import ProgressBar
 from simkernel.batch.rows import RowProblems, columns_of
-from simkernel.batch.score import output_layout
+from simkernel.batch.score import output_layout, output_paths
 from simkernel.batch.survey import BadInput, Survey, check_table_columns
 from simkernel.errors import DataError
 from simkernel.ray.file_blocks import ADDED, PATH
@@ -33,6 +33,7 @@ from simkernel.tables.chunk import Chunk
 from simkernel.tables.file_sets import FileSet, open_file_set
 from simkernel.tables.formats import STDIO, table_format
 from simkernel.tables.partial import PartialOutput, print_notice
+from simkernel.tables.table_format import check_output_paths
 from simkernel.tables.writers import StdoutOutput
 
 
@@ -41,6 +42,7 @@ def run_score_files(args: ScoreJob, threshold: float | None, out_format: str | N
     from simkernel.ray.file_engine import FileSetEngine
 
     fs = open_file_set(args.file, args.input_format)
+    check_output_paths(output_paths(args), fs.files)  # OUT may not be one of the files it reads
     out_format = out_format or fs.format
     columns = columns_of(args)
     check_table_columns(columns, fs.columns, fs.source, args)
