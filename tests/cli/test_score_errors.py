@@ -174,3 +174,47 @@ def test_existing_score_column_is_never_overwritten(cli, write):
         "already has a column 'success'",
         "rename",
     )
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "fragments", "fix"),
+    [
+        (
+            "semi.csv",
+            "predicted;ground_truth\nParis;Paris\n",
+            ["its header 'predicted;ground_truth' is one column", "separated by semicolons, not commas"],
+            None,
+        ),
+        (
+            "pipes.csv",
+            "predicted|ground_truth\nParis|Paris\n",
+            ["separated by vertical bars, not commas"],
+            None,
+        ),
+        (
+            "tabs.csv",
+            "predicted\tground_truth\nParis\tParis\n",
+            ["separated by tabs, not commas", "read it with --input-format tsv"],
+            ["--input-format", "tsv"],
+        ),
+        (
+            "commas.tsv",
+            "predicted,ground_truth\nParis,Paris\n",
+            ["separated by commas, not tabs", "read it with --input-format csv"],
+            ["--input-format", "csv"],
+        ),
+    ],
+)
+def test_a_file_with_another_separator_is_named_with_its_fix(cli, write, name, text, fragments, fix):
+    """A header read as one column that holds another separator: the error says which separator the file
+    seems to use (not "name the column with --predicted"), and the fix it names works."""
+    path = write(name, text)
+    result = cli("score", path, "--mode", "exact")
+    assert_one_line_error(result, 1, f"{name} has no column 'predicted': ", *fragments)
+    assert "--predicted COLUMN" not in result.err
+    if fix is None:
+        assert "save it with" in result.err
+    else:
+        result = cli("score", path, "--mode", "exact", "-q", *fix)
+        assert result.code == 0, result.err
+        assert result.out.splitlines()[1] in ("Paris,Paris,1", "Paris\tParis\t1")

@@ -79,12 +79,18 @@ def columns_of(args: ScoreJob) -> dict[str, str]:
     }
 
 
-def check_columns(columns: dict[str, str], found_columns: list[str], source: str, args: ScoreJob) -> None:
-    """Every column the mode reads (and ``--label``) must be among ``found_columns``; the error lists them."""
+def check_columns(
+    columns: dict[str, str], found_columns: list[str], source: str, args: ScoreJob, fmt: str | None = None
+) -> None:
+    """Every column the mode reads (and ``--label``) must be among ``found_columns``; the error lists them,
+    or says what the header of a ``fmt`` file shows instead (a CSV separated by semicolons)."""
     # a name with a line break or another unprintable character is shown quoted: the error stays one line
     found = ", ".join(c if c.isprintable() else repr(c) for c in found_columns) if found_columns else "none"
     for role, name in columns.items():
         if name not in found_columns:
+            hint = table_format(fmt).header_hint(found_columns) if fmt is not None else None
+            if hint is not None:
+                raise DataError(f"{source} has no column {name!r}: {hint}")
             other_mode = ""
             if role == "ground_truth" and DEFAULT_COLUMNS["references"] in found_columns:
                 other_mode = f", or score against {DEFAULT_COLUMNS['references']!r} with --mode reference"
@@ -100,7 +106,7 @@ def read_inputs(table: Any, columns: dict[str, str], args: ScoreJob) -> ChunkInp
     """The checked inputs of every row of a whole :class:`~simkernel.tables.formats.Table` (its columns checked
     first); every bad row is counted, the first one named."""
     if table.rows or not table_format(table.format).keyed_rows:  # JSONL without rows has no keys to check
-        check_columns(columns, table.columns, table.source, args)
+        check_columns(columns, table.columns, table.source, args, table.format)
     problems = RowProblems(table.source, table_format(table.format).unit)
     inputs = RowChecker(args, columns, table.format).check(table.rows, table.line_numbers, problems)
     problems.raise_if_any()

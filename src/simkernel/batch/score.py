@@ -189,7 +189,7 @@ def _survey(
     source_format = table_format(reader.format)
     jsonl = source_format.keyed_rows  # the columns are the rows' keys: known once every row is read
     if not jsonl:
-        check_table_columns(columns, reader.columns, reader.source, args)
+        check_table_columns(columns, reader.columns, reader.source, args, reader.format)
     problems = RowProblems(reader.source, reader.unit)
     survey = Survey(columns=dict.fromkeys(reader.columns), labels=array("d") if args.label else None)
     # stdout keeps the pass: rows printed before a bad row is found could not be taken back

@@ -45,7 +45,7 @@ def run_score_files(args: ScoreJob, threshold: float | None, out_format: str | N
     check_output_paths(output_paths(args), fs.files)  # OUT may not be one of the files it reads
     out_format = out_format or fs.format
     columns = columns_of(args)
-    check_table_columns(columns, fs.columns, fs.source, args)
+    check_table_columns(columns, fs.columns, fs.source, args, fs.format)
     schema = table_format(out_format).output_schema(table_format(fs.format), fs.columns, None)
     layout = output_layout(args, out_format, fs.columns, threshold, schema)
     survey = Survey(columns=dict.fromkeys(fs.columns), labels=array("d") if args.label else None)

@@ -18,6 +18,9 @@ from typing import Any
 from simkernel.errors import DataError
 from simkernel.tables.text import TextFormat, json_value, text_lines
 
+# what separates the fields of a delimited file, as messages name them
+SEPARATORS = {",": "commas", "\t": "tabs", ";": "semicolons", "|": "vertical bars"}
+
 
 class DelimitedText(TextFormat):
     """A delimited text format: ``delimiter`` separates the fields."""
@@ -38,6 +41,21 @@ class DelimitedText(TextFormat):
 
     def rows(self, reader: Any) -> Iterator[tuple[int, dict[str, Any]]]:
         return self._records(reader)
+
+    def header_hint(self, columns: Sequence[str]) -> str | None:
+        """A header read as one column that holds another separator: the file's delimiter is another one
+        (Excel in many locales saves CSV with semicolons)."""
+        if len(columns) != 1:
+            return None
+        counts = {sep: columns[0].count(sep) for sep in SEPARATORS if sep != self.delimiter}
+        found = max(counts, key=lambda sep: counts[sep])
+        if not counts[found]:
+            return None
+        other = next((f for f in DELIMITED if f.delimiter == found), None)
+        seen, expected = SEPARATORS[found], SEPARATORS[self.delimiter]
+        if other is not None:
+            return f"its header {columns[0]!r} is one column: the file seems separated by {seen}, not {expected}; read it with --input-format {other.name} (or give it the extension {other.extensions[0]})"
+        return f"its header {columns[0]!r} is one column: the file seems separated by {seen}, not {expected}; save it with {expected} between the fields (a spreadsheet's CSV export may need its field separator set to {self.delimiter!r})"
 
     def _records(self, reader: Any, header_only: bool = False) -> Iterator[tuple[int, dict[str, Any]]]:
         """(line, row) of the file; the header (checked) is stored in ``reader.columns``."""
@@ -149,3 +167,4 @@ def _cell(value: Any) -> str:
 
 CSV = DelimitedText("csv", (".csv",), ",")
 TSV = DelimitedText("tsv", (".tsv", ".tab"), "\t")
+DELIMITED = (CSV, TSV)

@@ -91,6 +91,11 @@ class TableFormat:
         """The columns of the opened ``reader`` (its header; checked)."""
         raise NotImplementedError
 
+    def header_hint(self, columns: Sequence[str]) -> str | None:
+        """Why a column the run needs is missing from ``columns``, where the header itself says (a
+        delimited file read with the wrong delimiter comes out as one column), with the fix; else None."""
+        return None
+
     def chunks(self, reader: Any, chunk_rows: int, skip_rows: int) -> Iterator[Chunk]:
         """The rows of ``reader`` in :class:`Chunk` s of exactly ``chunk_rows`` (the last fewer), the first
         ``skip_rows`` rows left out."""
