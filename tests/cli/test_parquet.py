@@ -158,3 +158,23 @@ def test_without_pyarrow_the_error_names_the_extra(tmp_path, where):
     assert result.returncode == 1
     err = result.stderr.decode()
     assert len(err.strip().splitlines()) == 1 and "pip install 'simkernel[parquet]'" in err
+
+
+def test_a_parquet_file_without_rows_keeps_its_schema(cli, tmp_path):
+    schema = pa.schema(
+        [("id", pa.int32()), ("predicted", pa.string()), ("ground_truth", pa.string()), ("when", pa.date32())]
+    )
+    pq.write_table(schema.empty_table(), tmp_path / "empty.parquet")
+    result = cli("score", tmp_path / "empty.parquet", "-o", tmp_path / "o.parquet", "-q")
+    assert result.code == 0, result.err
+    expected = schema.append(pa.field("score", pa.float32()))
+    assert pq.read_schema(tmp_path / "o.parquet").remove_metadata().equals(expected)
+    assert pq.read_table(tmp_path / "o.parquet").num_rows == 0
+    piped = subprocess.run(
+        [sys.executable, "-m", "simkernel", "score", str(tmp_path / "empty.parquet"), "-q"],
+        capture_output=True,
+        timeout=120,
+        check=False,
+    )
+    assert piped.returncode == 0, piped.stderr.decode()
+    assert pq.read_schema(io.BytesIO(piped.stdout)).remove_metadata().equals(expected)

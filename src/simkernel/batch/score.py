@@ -192,6 +192,8 @@ def _survey(
         check_table_columns(columns, reader.columns, reader.source, args, reader.format)
     problems = RowProblems(reader.source, reader.unit)
     survey = Survey(columns=dict.fromkeys(reader.columns), labels=array("d") if args.label else None)
+    if source_format.typed:  # its schema, which a typed output keeps (also when it has no rows)
+        survey.arrow_schema = source_format.header_columns(reader.path)[1]
     # stdout keeps the pass: rows printed before a bad row is found could not be taken back
     if args.engine == "ray" and args.output != STDIO and (not jsonl or table_format(out_format).keyed_rows):
         survey.streaming = True

@@ -46,7 +46,7 @@ def run_score_files(args: ScoreJob, threshold: float | None, out_format: str | N
     out_format = out_format or fs.format
     columns = columns_of(args)
     check_table_columns(columns, fs.columns, fs.source, args, fs.format)
-    schema = table_format(out_format).output_schema(table_format(fs.format), fs.columns, None)
+    schema = table_format(out_format).output_schema(table_format(fs.format), fs.columns, fs.schema)
     layout = output_layout(args, out_format, fs.columns, threshold, schema)
     survey = Survey(columns=dict.fromkeys(fs.columns), labels=array("d") if args.label else None)
     survey.streaming = True

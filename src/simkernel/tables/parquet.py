@@ -210,7 +210,8 @@ class ParquetFormat(TableFormat):
         return empty_table(schema, added)
 
     def output_schema(self, source: TableFormat, columns: Sequence[str], inferred: Any) -> Any:
-        return None if source.typed else input_schema(columns, source, inferred)
+        # typed input: its own schema (``inferred``), which an input without rows writes too
+        return inferred if source.typed else input_schema(columns, source, inferred)
 
     def widen_schema(
         self, schema: Any, rows: list[dict[str, Any]], columns: Sequence[str], source: str

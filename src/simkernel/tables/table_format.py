@@ -144,7 +144,8 @@ class TableFormat:
 
     def output_schema(self, source: TableFormat, columns: Sequence[str], inferred: Any) -> Any:
         """The schema of the input columns in an output of this format from ``source`` input (None where
-        the output has no schema, or keeps the input's)."""
+        the output has no schema); ``inferred``: the schema :meth:`widen_schema` inferred from keyed rows,
+        or a typed input's own (:meth:`header_columns`), which the output keeps."""
         return None
 
     def widen_schema(
