@@ -160,6 +160,23 @@ def test_without_pyarrow_the_error_names_the_extra(tmp_path, where):
     assert len(err.strip().splitlines()) == 1 and "pip install 'simkernel[parquet]'" in err
 
 
+def test_duplicate_column_names_are_refused(cli, tmp_path):
+    """A row of Python values keeps one of two equal names: the other column would be lost."""
+    table = pa.Table.from_arrays(
+        [pa.array(["Paris"]), pa.array(["Lyon"]), pa.array(["Paris"])],
+        names=["predicted", "predicted", "ground_truth"],
+    )
+    pq.write_table(table, tmp_path / "dup.parquet")
+    for out in ("o.csv", "o.parquet"):
+        result = cli("score", tmp_path / "dup.parquet", "--mode", "exact", "-o", tmp_path / out)
+        assert result.code == 1
+        assert (
+            f"{tmp_path / 'dup.parquet'}: duplicate column names ['predicted']; give each column its own name"
+            in result.err
+        )
+        assert not (tmp_path / out).exists()
+
+
 def test_a_parquet_file_without_rows_keeps_its_schema(cli, tmp_path):
     schema = pa.schema(
         [("id", pa.int32()), ("predicted", pa.string()), ("ground_truth", pa.string()), ("when", pa.date32())]

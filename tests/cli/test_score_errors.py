@@ -218,3 +218,24 @@ def test_a_file_with_another_separator_is_named_with_its_fix(cli, write, name, t
         result = cli("score", path, "--mode", "exact", "-q", *fix)
         assert result.code == 0, result.err
         assert result.out.splitlines()[1] in ("Paris,Paris,1", "Paris\tParis\t1")
+
+
+@pytest.mark.parametrize(
+    ("text", "fragment"),
+    [
+        (
+            '{"predicted": "Paris", "ground_truth": "Paris"}\n{"predicted": "Paris", "predicted": "Lyon", "ground_truth": "Paris"}\n',
+            "d.jsonl line 2: duplicate column names ['predicted']; give each column its own name",
+        ),
+        (
+            '{"predicted": "Paris", "ground_truth": "Paris", "meta": {"k": 1, "k": 2}}\n',
+            "d.jsonl line 1: a JSON object in a cell has the keys ['k'] more than once; give each key its own name",
+        ),
+    ],
+)
+def test_duplicate_keys_of_a_jsonl_row_are_refused(cli, write, tmp_path, text, fragment):
+    """JSON parsers keep the last of two equal keys silently; the row would lose a value."""
+    path = write("d.jsonl", text)
+    out = tmp_path / "out.jsonl"
+    assert_one_line_error(cli("score", path, "--mode", "exact", "-o", out), 1, fragment)
+    assert not out.exists()

@@ -16,6 +16,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from simkernel.errors import DataError
+from simkernel.tables.table_format import duplicate_names
 from simkernel.tables.text import TextFormat, json_value, text_lines
 
 # what separates the fields of a delimited file, as messages name them
@@ -130,7 +131,7 @@ def _check_header(record: list[str], source: str, name: str) -> list[str]:
         raise DataError(
             f"{source} line 1: the {name} header has an empty column name ({record!r}); name every column"
         )
-    duplicates = sorted({field for field in header if header.count(field) > 1})
+    duplicates = duplicate_names(header)
     if duplicates:
         raise DataError(
             f"{source} line 1: duplicate column names {duplicates}; give each column its own name"

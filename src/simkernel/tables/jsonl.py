@@ -1,6 +1,7 @@
 """JSON Lines: one JSON object a line; the columns are the rows' keys (in the order first seen), a cell
-holds any JSON value (a list stays a list). Written with each row's own keys in order, then the added
-ones, UTF-8 unescaped."""
+holds any JSON value (a list stays a list). A key twice in one object is an error naming its line (the
+JSON parser would keep the last value silently). Written with each row's own keys in order, then the
+added ones, UTF-8 unescaped."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from simkernel.errors import DataError
+from simkernel.tables.table_format import duplicate_names
 from simkernel.tables.text import TextFormat, json_value, text_lines
 
 
@@ -28,12 +30,15 @@ class JsonLines(TextFormat):
 
     def rows(self, reader: Any) -> Iterator[tuple[int, dict[str, Any]]]:
         source = reader.source
+        objects = _Objects()
+        decoder = json.JSONDecoder(object_pairs_hook=objects)
         for number, line in enumerate(text_lines(reader, newline="\n"), start=1):
             line = line.removesuffix("\n").removesuffix("\r")
             if not line.strip():
                 continue
+            objects.start()
             try:
-                row = json.loads(line)
+                row = decoder.decode(line)
             except json.JSONDecodeError as exc:
                 raise DataError(
                     f"{source} line {number}: not valid JSON ({exc.msg} at column {exc.colno}); each line must hold one JSON object"
@@ -46,11 +51,42 @@ class JsonLines(TextFormat):
                 raise DataError(
                     f'{source} line {number}: a JSON {type(row).__name__} where a JSON object is expected; each line must hold one object like {{"predicted": "...", "ground_truth": "..."}}'
                 )
+            if objects.duplicates and objects.duplicates_at == objects.count:
+                raise DataError(
+                    f"{source} line {number}: duplicate column names {objects.duplicates}; give each column its own name"
+                )
+            if objects.duplicates:
+                raise DataError(
+                    f"{source} line {number}: a JSON object in a cell has the keys {objects.duplicates} more than once; give each key its own name"
+                )
             yield number, row
 
     def render_rows(self, rows: Iterable[dict[str, Any]], columns: Sequence[str], header: bool) -> bytes:
         text = "".join(json.dumps(row, ensure_ascii=False, default=json_value) + "\n" for row in rows)
         return text.encode("utf-8")
+
+
+class _Objects:
+    """The JSON decoder's ``object_pairs_hook``: each object as a dict, noting the first one that holds a
+    key twice (``duplicates_at``: its place among the objects of the line; the line's own object, whose
+    keys are the columns, is decoded last)."""
+
+    def __init__(self) -> None:
+        self.start()
+
+    def start(self) -> None:
+        """A new line."""
+        self.count = 0
+        self.duplicates: list[str] = []
+        self.duplicates_at = 0
+
+    def __call__(self, pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        self.count += 1
+        row = dict(pairs)
+        if len(row) != len(pairs) and not self.duplicates:
+            self.duplicates = duplicate_names(key for key, _ in pairs)
+            self.duplicates_at = self.count
+        return row
 
 
 def _has_lone_surrogate(value: Any) -> bool:

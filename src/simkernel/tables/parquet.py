@@ -19,7 +19,7 @@ from typing import Any
 from simkernel._optional import import_optional
 from simkernel.errors import DataError
 from simkernel.tables.chunk import Chunk
-from simkernel.tables.table_format import OutputParts, TableFormat
+from simkernel.tables.table_format import OutputParts, TableFormat, duplicate_names
 
 
 def pyarrow(feature: str = "reading and writing Parquet files") -> Any:
@@ -35,8 +35,16 @@ def _pq() -> Any:
 
 
 def parquet_columns(path: str, source: str) -> list[str]:
-    """Column names of the Parquet file ``path`` (an error naming ``source`` if it is not one)."""
-    return list(_open(path, source).schema_arrow.names)
+    """Column names of the Parquet file ``path`` (an error naming ``source`` if it is not one; checked)."""
+    return _checked_names(_open(path, source).schema_arrow.names, source)
+
+
+def _checked_names(names: Sequence[str], source: str) -> list[str]:
+    """A file's column names, none twice (a row of Python values would keep only the last one's)."""
+    duplicates = duplicate_names(names)
+    if duplicates:
+        raise DataError(f"{source}: duplicate column names {duplicates}; give each column its own name")
+    return list(names)
 
 
 def parquet_rows(path: str, source: str) -> int:
@@ -199,7 +207,7 @@ class ParquetFormat(TableFormat):
             schema = _pq().read_schema(path).remove_metadata()
         except (OSError, ValueError) as exc:
             raise DataError(f"{path} is not a readable Parquet file ({exc}); check the file") from None
-        return list(schema.names), schema
+        return _checked_names(schema.names, path), schema
 
     def render_chunk(
         self, chunk: Chunk, columns: Sequence[str], added: list[tuple[str, str, list[Any]]], schema: Any

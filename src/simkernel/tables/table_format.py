@@ -219,6 +219,15 @@ def check_readable(path: str) -> None:
         raise DataError(f"cannot read input file {path!r}: {exc.strerror or exc}") from None
 
 
+def duplicate_names(names: Iterable[str]) -> list[str]:
+    """The names that occur more than once in ``names``, sorted (a table's columns must be unique)."""
+    seen: set[str] = set()
+    twice: set[str] = set()
+    for name in names:
+        (twice if name in seen else seen).add(name)
+    return sorted(twice)
+
+
 def check_output_paths(outputs: Mapping[str, str | os.PathLike[str] | None], inputs: Sequence[str]) -> None:
     """An error naming the fix for an output that could only fail, or do harm, once the work is done:
     ``outputs`` maps each option (``--output``, ``--summary-json``...) to its path (None: not given;
