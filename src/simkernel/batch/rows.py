@@ -8,6 +8,7 @@ before the model loads (the problems, the labels, the notes), and once per chunk
 
 from __future__ import annotations
 
+import decimal
 import json
 import math
 from dataclasses import dataclass, field
@@ -16,6 +17,7 @@ from typing import Any
 from simkernel.batch.job import ScoreJob
 from simkernel.errors import DataError
 from simkernel.tables.formats import table_format
+from simkernel.tables.text import number_text
 
 DEFAULT_COLUMNS = {"predicted": "predicted", "ground_truth": "ground_truth", "references": "references"}
 FLAGS = {"predicted": "--predicted", "ground_truth": "--ground-truth", "references": "--references"}
@@ -203,11 +205,13 @@ def _text(
 
 
 def _as_text(value: Any) -> str | None:
-    """A cell as text: strings as they are, JSON numbers in their JSON spelling; None for anything else."""
+    """A cell as text: strings as they are, numbers as the input held them (a JSON number as its file
+    spells it, a Parquet float32 in float32's shortest form), the same text a CSV output writes for them;
+    None for anything else."""
     if isinstance(value, str):
         return value
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return json.dumps(value)
+    if isinstance(value, (int, float, decimal.Decimal)) and not isinstance(value, bool):
+        return number_text(value)
     return None
 
 
@@ -217,7 +221,7 @@ def _describe(value: Any) -> str:
     try:
         shown = json.dumps(value, ensure_ascii=False)[:40]
     except (TypeError, ValueError):  # a Parquet value JSON cannot hold (a timestamp, bytes)
-        shown = repr(value)[:40]
+        return f"a {type(value).__name__} value ({repr(value)[:40]})"
     return f"a JSON {type(value).__name__} ({shown})"
 
 

@@ -32,6 +32,7 @@ from simkernel.ray.file_blocks import ADDED, PATH
 from simkernel.tables.chunk import Chunk
 from simkernel.tables.file_sets import FileSet, open_file_set
 from simkernel.tables.formats import STDIO, table_format
+from simkernel.tables.parquet import arrow_rows
 from simkernel.tables.partial import PartialOutput, print_notice
 from simkernel.tables.table_format import check_output_paths
 from simkernel.tables.writers import StdoutOutput
@@ -169,7 +170,7 @@ def _typed(metric: Any, scores: list[Any]) -> list[Any]:
 def _chunk(pa: Any, pending: list[Any], rows: int, first: int, fs: FileSet) -> Chunk:
     table = pa.concat_tables(pending).slice(0, rows).combine_chunks()
     return Chunk(
-        table.to_pylist(), list(range(first + 1, first + 1 + rows)), first, table if fs.schema else None
+        arrow_rows(table), list(range(first + 1, first + 1 + rows)), first, table if fs.schema else None
     )
 
 

@@ -10,14 +10,13 @@ reads such files on the nodes with Arrow's CSV reader, every column as text.
 from __future__ import annotations
 
 import csv
-import datetime
 import json
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from simkernel.errors import DataError
 from simkernel.tables.table_format import duplicate_names
-from simkernel.tables.text import TextFormat, json_value, text_lines
+from simkernel.tables.text import TextFormat, json_value, number_text, text_lines
 
 # what separates the fields of a delimited file, as messages name them
 SEPARATORS = {",": "commas", "\t": "tabs", ";": "semicolons", "|": "vertical bars"}
@@ -153,17 +152,23 @@ def _record(fields: Sequence[str], delimiter: str) -> str:
 
 
 def _cell(value: Any) -> str:
+    """A cell's text: numbers as the input held them (:func:`~simkernel.tables.text.number_text`),
+    booleans as ``true``/``false``, lists and objects as JSON, and what JSON has no type for as JSONL
+    output writes it (dates and times in ISO 8601, bytes in base64, decimals in full)."""
     if value is None:
         return ""
     if isinstance(value, bool):
         return "true" if value else "false"
-    if isinstance(value, float):
-        return repr(value)
+    if isinstance(value, str):
+        return value
+    if isinstance(value, (int, float)):
+        return number_text(value)
     if isinstance(value, (list, dict, tuple)):
         return json.dumps(value, ensure_ascii=False, default=json_value)
-    if isinstance(value, (datetime.date, datetime.time)):
-        return value.isoformat()
-    return str(value)
+    try:
+        return str(json_value(value))
+    except TypeError:
+        return str(value)
 
 
 CSV = DelimitedText("csv", (".csv",), ",")

@@ -47,6 +47,43 @@ def _checked_names(names: Sequence[str], source: str) -> list[str]:
     return list(names)
 
 
+def arrow_rows(table: Any) -> list[dict[str, Any]]:
+    """The rows of the Arrow ``table`` as Python values, each value as the file holds it: a float32 (or
+    a float32 inside a list or a struct) becomes the float64 of its shortest float32 text (0.1, not
+    0.10000000149011612, which CSV and JSONL output would write and a text column would score)."""
+    pa = pyarrow()
+    widened = [_float32_as(pa, field.type, pa.float64()) for field in table.schema]
+    if all(kind is None for kind in widened):
+        return table.to_pylist()
+    columns = []
+    for column, field, kind in zip(table.columns, table.schema, widened, strict=True):
+        if kind is not None:  # Arrow's cast to text gives each float32's shortest spelling
+            column = column.cast(_float32_as(pa, field.type, pa.string())).cast(kind)
+        columns.append(column)
+    return pa.Table.from_arrays(columns, names=table.column_names).to_pylist()
+
+
+def _float32_as(pa: Any, kind: Any, target: Any) -> Any:
+    """``kind`` with each float32 in it replaced by ``target``, or None where it holds no float32."""
+    types = pa.types
+    if types.is_float32(kind):
+        return target
+    if types.is_list(kind) or types.is_large_list(kind):
+        inner = _float32_as(pa, kind.value_type, target)
+        if inner is None:
+            return None
+        return pa.list_(inner) if types.is_list(kind) else pa.large_list(inner)
+    if types.is_struct(kind):
+        fields = [kind.field(i) for i in range(kind.num_fields)]
+        inner_types = [_float32_as(pa, f.type, target) for f in fields]
+        if all(t is None for t in inner_types):
+            return None
+        return pa.struct(
+            [f.with_type(t) if t is not None else f for f, t in zip(fields, inner_types, strict=True)]
+        )
+    return None
+
+
 def parquet_rows(path: str, source: str) -> int:
     """The rows of the Parquet file ``path`` (from its metadata)."""
     return int(_open(path, source).metadata.num_rows)
@@ -71,7 +108,7 @@ def parquet_chunks(path: str, chunk_rows: int, skip_rows: int = 0) -> Iterator[A
     index = 0  # rows of the input before the first pending one
 
     def chunk_of(table: Any, first: int) -> Chunk:
-        rows = table.to_pylist()
+        rows = arrow_rows(table)
         return Chunk(rows, list(range(first + 1, first + 1 + len(rows))), first, table)
 
     for batch in handle.iter_batches(batch_size=max(1, min(chunk_rows, 65536))):
