@@ -175,6 +175,7 @@ def test_public_name():
         ([0.5], [1], {}, "at least 2 labelled pairs"),
         ([0.1, 0.2], [1, 1], {}, "every one of the 2 labels is positive"),
         ([0.1, 0.2], [0, 1], {"positive_from": 5}, "every one of the 2 labels is negative"),
+        ([0.1, 0.2], [1, 1], {}, r"or change positive_from \(--positive-from on the command line"),
         ([0.1, 0.2], [0, 1], {"positive_from": "1"}, "positive_from must be a number"),
         ([0.1, 0.2], [0, 1], {"positive_from": math.inf}, "positive_from must be a finite number"),
         ([0.1, 0.2], [0, 1], {"bootstrap": -1}, "bootstrap must be a whole number >= 0"),

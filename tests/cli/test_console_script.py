@@ -89,18 +89,24 @@ def test_pipe_in_and_out(script):
     assert b"2 rows" in result.stderr
 
 
-def test_closed_stdout_is_not_a_traceback(script, tmp_path):
+def test_closed_stdout_stops_quietly(script, tmp_path):
+    """`simkernel score big.csv | head`: the reader goes away; the command stops without a word (no
+    traceback, no "error: BrokenPipeError"), exit status 1, as Python's own tools do."""
     big = tmp_path / "big.csv"
     big.write_text("ground_truth,predicted\n" + "a,a\n" * 200_000, encoding="utf-8")
     pipeline = subprocess.run(
-        f"{script} score {big} --mode exact -q | head -n 1",
-        shell=True,
+        [
+            "bash",
+            "-c",
+            f"{script} score {big} --mode exact --chunk-rows 1000 -q | head -n 1; exit ${{PIPESTATUS[0]}}",
+        ],
         capture_output=True,
         timeout=300,
         check=False,
     )
     assert pipeline.stdout == b"ground_truth,predicted,score\n"
-    assert b"Traceback" not in pipeline.stderr
+    assert pipeline.stderr == b""
+    assert pipeline.returncode == 1
 
 
 def test_the_issues_squad_example_offline(script, tmp_path, data_dir, minilm):

@@ -183,3 +183,36 @@ def test_jsonl_lone_surrogate_escape_is_an_error_naming_the_line(tmp_path):
         read_table(str(path))
     path.write_text('{"a": "\\ud83d\\ude00"}\n', encoding="utf-8")  # a pair is an emoji
     assert read_table(str(path)).rows == [{"a": "😀"}]
+
+
+JSONL_AS_WRITTEN = [
+    '{"id": 1, "predicted": 1e5, "ground_truth": "1e5", "f": 0.1000000000000000055511151231257827, "big": 12345678901234567890123}',
+    '{"id":2,"predicted":7.10,"ground_truth":"7.10","x":"caf\\u00e9","n":-0.0,"deep":{"a":[1.50, 2E3]}}',
+    '  { "predicted" : "Lyon" , "ground_truth" : "Paris" }  ',
+]
+
+
+def test_jsonl_numbers_are_scored_and_written_as_the_file_spells_them(cli, tmp_path):
+    """A JSON number is text as its file spells it: scored so (exact mode: equal to the ground truth
+    written as a string), written so into CSV; JSONL output is each input line as written, the added
+    keys appended (no number respelt, no escape or spacing changed)."""
+    source = tmp_path / "in.jsonl"
+    source.write_text("\r\n".join(JSONL_AS_WRITTEN) + "\n", encoding="utf-8")
+    for fmt in ("csv", "jsonl"):
+        result = cli("score", source, "--mode", "exact", "-o", tmp_path / f"out.{fmt}", "-q")
+        assert result.code == 0, result.err
+    with open(tmp_path / "out.csv", newline="", encoding="utf-8") as handle:
+        rows = list(csv.DictReader(handle))
+    assert [r["score"] for r in rows] == ["1", "1", "0"]
+    assert [r["predicted"] for r in rows] == ["1e5", "7.10", "Lyon"]
+    assert rows[0]["f"] == "0.1000000000000000055511151231257827"
+    assert rows[0]["big"] == "12345678901234567890123"
+    assert rows[1]["x"] == "café" and rows[1]["n"] == "-0.0"
+    written = (tmp_path / "out.jsonl").read_text(encoding="utf-8").split("\n")
+    assert written == [
+        JSONL_AS_WRITTEN[0][:-1] + ', "score": 1}',
+        JSONL_AS_WRITTEN[1][:-1] + ', "score": 1}',
+        '{ "predicted" : "Lyon" , "ground_truth" : "Paris", "score": 0}',
+        "",
+    ]
+    assert [json.loads(line) for line in written[:-1]][1]["deep"] == {"a": [1.5, 2000.0]}

@@ -158,3 +158,78 @@ def test_without_pyarrow_the_error_names_the_extra(tmp_path, where):
     assert result.returncode == 1
     err = result.stderr.decode()
     assert len(err.strip().splitlines()) == 1 and "pip install 'simkernel[parquet]'" in err
+
+
+def test_numbers_and_bytes_are_written_and_scored_as_the_file_holds_them(cli, tmp_path):
+    """A float32 is 0.1 in the file, not the float64 0.10000000149011612 it widens to: a text column of
+    float32 scores "0.1" (exact mode: equal to the ground truth's text), CSV and JSONL output write 0.1
+    (in lists and structs too), and bytes are base64 in both text formats."""
+    import base64
+
+    values = [0.1, 2.5, 1e5, 3.4028235e38]
+    f32 = [float(str(np.float32(v))) for v in values]  # numpy's shortest float32 text: the reference
+    blobs = [b"\x00\x01", b"x", None, b"\xff"]
+    table = pa.table(
+        {
+            "predicted": pa.array(values, pa.float32()),
+            "ground_truth": [str(np.float32(v)) for v in values],
+            "weight": pa.array([0.3, 0.7, 1.1, 2.2], pa.float32()),
+            "many": pa.array([[0.1, 0.2], [], None, [0.3]], pa.list_(pa.float32())),
+            "nested": pa.array([{"x": 0.1}] * 4, pa.struct([("x", pa.float32())])),
+            "blob": pa.array(blobs, pa.binary()),
+        }
+    )
+    pq.write_table(table, tmp_path / "in.parquet")
+    for fmt in ("csv", "jsonl"):
+        result = cli("score", tmp_path / "in.parquet", "--mode", "exact", "-o", tmp_path / f"o.{fmt}", "-q")
+        assert result.code == 0, result.err
+    rows = read_csv_rows(tmp_path / "o.csv")
+    assert [r["score"] for r in rows] == ["1"] * 4  # the text scored is the float32's own
+    assert [r["predicted"] for r in rows] == [repr(v) for v in f32]
+    assert [r["weight"] for r in rows] == ["0.3", "0.7", "1.1", "2.2"]
+    assert [r["many"] for r in rows] == ["[0.1, 0.2]", "[]", "", "[0.3]"]
+    assert rows[0]["nested"] == '{"x": 0.1}'
+    encoded = [base64.b64encode(b).decode("ascii") if b is not None else None for b in blobs]
+    assert [r["blob"] for r in rows] == [e or "" for e in encoded]
+    lines = [json.loads(line) for line in (tmp_path / "o.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert [r["predicted"] for r in lines] == f32
+    assert [r["weight"] for r in lines] == [0.3, 0.7, 1.1, 2.2]
+    assert [r["many"] for r in lines] == [[0.1, 0.2], [], None, [0.3]]
+    assert [r["blob"] for r in lines] == encoded
+
+
+def test_duplicate_column_names_are_refused(cli, tmp_path):
+    """A row of Python values keeps one of two equal names: the other column would be lost."""
+    table = pa.Table.from_arrays(
+        [pa.array(["Paris"]), pa.array(["Lyon"]), pa.array(["Paris"])],
+        names=["predicted", "predicted", "ground_truth"],
+    )
+    pq.write_table(table, tmp_path / "dup.parquet")
+    for out in ("o.csv", "o.parquet"):
+        result = cli("score", tmp_path / "dup.parquet", "--mode", "exact", "-o", tmp_path / out)
+        assert result.code == 1
+        assert (
+            f"{tmp_path / 'dup.parquet'}: duplicate column names ['predicted']; give each column its own name"
+            in result.err
+        )
+        assert not (tmp_path / out).exists()
+
+
+def test_a_parquet_file_without_rows_keeps_its_schema(cli, tmp_path):
+    schema = pa.schema(
+        [("id", pa.int32()), ("predicted", pa.string()), ("ground_truth", pa.string()), ("when", pa.date32())]
+    )
+    pq.write_table(schema.empty_table(), tmp_path / "empty.parquet")
+    result = cli("score", tmp_path / "empty.parquet", "-o", tmp_path / "o.parquet", "-q")
+    assert result.code == 0, result.err
+    expected = schema.append(pa.field("score", pa.float32()))
+    assert pq.read_schema(tmp_path / "o.parquet").remove_metadata().equals(expected)
+    assert pq.read_table(tmp_path / "o.parquet").num_rows == 0
+    piped = subprocess.run(
+        [sys.executable, "-m", "simkernel", "score", str(tmp_path / "empty.parquet"), "-q"],
+        capture_output=True,
+        timeout=120,
+        check=False,
+    )
+    assert piped.returncode == 0, piped.stderr.decode()
+    assert pq.read_schema(io.BytesIO(piped.stdout)).remove_metadata().equals(expected)

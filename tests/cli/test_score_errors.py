@@ -174,3 +174,68 @@ def test_existing_score_column_is_never_overwritten(cli, write):
         "already has a column 'success'",
         "rename",
     )
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "fragments", "fix"),
+    [
+        (
+            "semi.csv",
+            "predicted;ground_truth\nParis;Paris\n",
+            ["its header 'predicted;ground_truth' is one column", "separated by semicolons, not commas"],
+            None,
+        ),
+        (
+            "pipes.csv",
+            "predicted|ground_truth\nParis|Paris\n",
+            ["separated by vertical bars, not commas"],
+            None,
+        ),
+        (
+            "tabs.csv",
+            "predicted\tground_truth\nParis\tParis\n",
+            ["separated by tabs, not commas", "read it with --input-format tsv"],
+            ["--input-format", "tsv"],
+        ),
+        (
+            "commas.tsv",
+            "predicted,ground_truth\nParis,Paris\n",
+            ["separated by commas, not tabs", "read it with --input-format csv"],
+            ["--input-format", "csv"],
+        ),
+    ],
+)
+def test_a_file_with_another_separator_is_named_with_its_fix(cli, write, name, text, fragments, fix):
+    """A header read as one column that holds another separator: the error says which separator the file
+    seems to use (not "name the column with --predicted"), and the fix it names works."""
+    path = write(name, text)
+    result = cli("score", path, "--mode", "exact")
+    assert_one_line_error(result, 1, f"{name} has no column 'predicted': ", *fragments)
+    assert "--predicted COLUMN" not in result.err
+    if fix is None:
+        assert "save it with" in result.err
+    else:
+        result = cli("score", path, "--mode", "exact", "-q", *fix)
+        assert result.code == 0, result.err
+        assert result.out.splitlines()[1] in ("Paris,Paris,1", "Paris\tParis\t1")
+
+
+@pytest.mark.parametrize(
+    ("text", "fragment"),
+    [
+        (
+            '{"predicted": "Paris", "ground_truth": "Paris"}\n{"predicted": "Paris", "predicted": "Lyon", "ground_truth": "Paris"}\n',
+            "d.jsonl line 2: duplicate column names ['predicted']; give each column its own name",
+        ),
+        (
+            '{"predicted": "Paris", "ground_truth": "Paris", "meta": {"k": 1, "k": 2}}\n',
+            "d.jsonl line 1: a JSON object in a cell has the keys ['k'] more than once; give each key its own name",
+        ),
+    ],
+)
+def test_duplicate_keys_of_a_jsonl_row_are_refused(cli, write, tmp_path, text, fragment):
+    """JSON parsers keep the last of two equal keys silently; the row would lose a value."""
+    path = write("d.jsonl", text)
+    out = tmp_path / "out.jsonl"
+    assert_one_line_error(cli("score", path, "--mode", "exact", "-o", out), 1, fragment)
+    assert not out.exists()

@@ -273,15 +273,6 @@ def test_empty_input_writes_the_header_and_succeeds(cli, write):
     assert "0 rows" in result.err and "nothing to score" in result.err
 
 
-def test_output_may_replace_the_input_file(cli, write):
-    path = write("inplace.csv", "ground_truth,predicted\nParis,Paris\nParis,Rome\n")
-    assert cli("score", path, "--mode", "exact", "-o", path, "-q").code == 0
-    assert read_csv_rows(path) == [
-        {"ground_truth": "Paris", "predicted": "Paris", "score": "1"},
-        {"ground_truth": "Paris", "predicted": "Rome", "score": "0"},
-    ]
-
-
 def test_sas_with_a_cross_encoder_and_the_refusal_of_several_labels(cli, write, tmp_path):
     """A one-label cross-encoder scores each row like sentence-transformers' CrossEncoder on (predicted,
     ground truth); a three-label classifier gives no single score per row and is refused in one line."""

@@ -40,6 +40,7 @@ def test_calibrated_threshold_decides_success(cli, write, tmp_path, minilm, mini
     [
         (["--mode", "exact"], "--threshold calibrated does not apply to --mode exact"),
         (["--model", "{folder}"], "--threshold calibrated: model '{folder}' has no calibrated threshold"),
+        (["--model", "{folder}"], "pass a number instead, e.g. --threshold 0.7, or find one"),
     ],
 )
 def test_refusals(cli, write, tmp_path, extra, message):

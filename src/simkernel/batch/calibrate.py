@@ -22,6 +22,7 @@ from simkernel.batch.score import check_mode_options, write_output_json
 from simkernel.calibration.fit import DEFAULT_BOOTSTRAP, DEFAULT_SEED
 from simkernel.errors import DataError, UsageError
 from simkernel.stats.defaults import DEFAULT_RESAMPLES
+from simkernel.tables.table_format import check_output_paths
 from simkernel.tables.whole import read_table
 
 __all__ = ["FIXED_THRESHOLD", "CalibrationReport", "calibrate_file"]
@@ -112,6 +113,7 @@ def calibrate_file(
         require_plotting()  # a missing extra is named before any work
     if isinstance(resamples, bool) or not isinstance(resamples, int) or resamples < 0:
         raise UsageError(f"--resamples must be a whole number >= 0 (0: no bootstrap), got {resamples!r}")
+    check_output_paths({"--output-json": output_json, "--report": report}, [os.fspath(input)])
     job = ScoreJob(file=os.fspath(input), mode=metric, label=label, quiet=not progress, **options)
     if not job.metric.loads_model:
         raise UsageError(

@@ -35,6 +35,7 @@ from simkernel.batch.summary import json_plain
 from simkernel.errors import DataError, UsageError
 from simkernel.stats.defaults import DEFAULT_RESAMPLES, DEFAULT_SEED
 from simkernel.tables.formats import Table
+from simkernel.tables.table_format import check_output_paths
 from simkernel.tables.whole import read_table
 
 __all__ = ["Comparison", "Side", "compare_files"]
@@ -193,6 +194,8 @@ def compare_files(
         raise UsageError(f"--resamples must be a whole number >= 0 (0: no bootstrap), got {resamples!r}")
     if not math.isfinite(tolerance) or tolerance < 0:
         raise UsageError(f"--tolerance must be a number >= 0, got {tolerance!r}")
+    sources = [os.fspath(path) for path in (a, b) if path is not None]
+    check_output_paths({"--output-json": output_json, "--report": report}, sources)
     fmt = options.get("input_format")
     scoring = score or predicted_b is not None
     settings = sorted(

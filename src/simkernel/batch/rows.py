@@ -8,6 +8,7 @@ before the model loads (the problems, the labels, the notes), and once per chunk
 
 from __future__ import annotations
 
+import decimal
 import json
 import math
 from dataclasses import dataclass, field
@@ -16,6 +17,7 @@ from typing import Any
 from simkernel.batch.job import ScoreJob
 from simkernel.errors import DataError
 from simkernel.tables.formats import table_format
+from simkernel.tables.text import number_text
 
 DEFAULT_COLUMNS = {"predicted": "predicted", "ground_truth": "ground_truth", "references": "references"}
 FLAGS = {"predicted": "--predicted", "ground_truth": "--ground-truth", "references": "--references"}
@@ -79,12 +81,18 @@ def columns_of(args: ScoreJob) -> dict[str, str]:
     }
 
 
-def check_columns(columns: dict[str, str], found_columns: list[str], source: str, args: ScoreJob) -> None:
-    """Every column the mode reads (and ``--label``) must be among ``found_columns``; the error lists them."""
+def check_columns(
+    columns: dict[str, str], found_columns: list[str], source: str, args: ScoreJob, fmt: str | None = None
+) -> None:
+    """Every column the mode reads (and ``--label``) must be among ``found_columns``; the error lists them,
+    or says what the header of a ``fmt`` file shows instead (a CSV separated by semicolons)."""
     # a name with a line break or another unprintable character is shown quoted: the error stays one line
     found = ", ".join(c if c.isprintable() else repr(c) for c in found_columns) if found_columns else "none"
     for role, name in columns.items():
         if name not in found_columns:
+            hint = table_format(fmt).header_hint(found_columns) if fmt is not None else None
+            if hint is not None:
+                raise DataError(f"{source} has no column {name!r}: {hint}")
             other_mode = ""
             if role == "ground_truth" and DEFAULT_COLUMNS["references"] in found_columns:
                 other_mode = f", or score against {DEFAULT_COLUMNS['references']!r} with --mode reference"
@@ -100,7 +108,7 @@ def read_inputs(table: Any, columns: dict[str, str], args: ScoreJob) -> ChunkInp
     """The checked inputs of every row of a whole :class:`~simkernel.tables.formats.Table` (its columns checked
     first); every bad row is counted, the first one named."""
     if table.rows or not table_format(table.format).keyed_rows:  # JSONL without rows has no keys to check
-        check_columns(columns, table.columns, table.source, args)
+        check_columns(columns, table.columns, table.source, args, table.format)
     problems = RowProblems(table.source, table_format(table.format).unit)
     inputs = RowChecker(args, columns, table.format).check(table.rows, table.line_numbers, problems)
     problems.raise_if_any()
@@ -197,11 +205,13 @@ def _text(
 
 
 def _as_text(value: Any) -> str | None:
-    """A cell as text: strings as they are, JSON numbers in their JSON spelling; None for anything else."""
+    """A cell as text: strings as they are, numbers as the input held them (a JSON number as its file
+    spells it, a Parquet float32 in float32's shortest form), the same text a CSV output writes for them;
+    None for anything else."""
     if isinstance(value, str):
         return value
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return json.dumps(value)
+    if isinstance(value, (int, float, decimal.Decimal)) and not isinstance(value, bool):
+        return number_text(value)
     return None
 
 
@@ -211,7 +221,7 @@ def _describe(value: Any) -> str:
     try:
         shown = json.dumps(value, ensure_ascii=False)[:40]
     except (TypeError, ValueError):  # a Parquet value JSON cannot hold (a timestamp, bytes)
-        shown = repr(value)[:40]
+        return f"a {type(value).__name__} value ({repr(value)[:40]})"
     return f"a JSON {type(value).__name__} ({shown})"
 
 

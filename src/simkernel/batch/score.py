@@ -43,6 +43,7 @@ from simkernel.tables.file_sets import is_file_set
 from simkernel.tables.formats import format_of, require_format_support, rows_at_most, table_format
 from simkernel.tables.partial import PartialOutput, print_notice
 from simkernel.tables.readers import TableReader, open_table
+from simkernel.tables.table_format import check_output_paths
 from simkernel.tables.writers import OutputLayout, StdoutOutput
 
 
@@ -50,6 +51,8 @@ def run_job(args: ScoreJob) -> Summary:
     """Run one job; returns its summary (errors are raised as :class:`~simkernel.errors.InputError`)."""
     started = time.perf_counter()
     _check_options(args)
+    # an output that could only fail (or replace the input) once every row is scored fails now
+    check_output_paths(output_paths(args), [] if is_file_set(args.file) else [args.file])
     threshold, threshold_notes = resolve_cli_threshold(args)
     out_format = format_of(args.output, args.output_format)  # a bad extension fails before any work
     require_format_support(out_format)  # a missing extra is named before any work
@@ -95,6 +98,11 @@ def run_job(args: ScoreJob) -> Summary:
 
         write_score_report(args, summary, output.scores, survey.labels)
     return summary
+
+
+def output_paths(args: ScoreJob) -> dict[str, str | None]:
+    """The files a run writes, by option (None: not written)."""
+    return {"--output": args.output, "--summary-json": args.summary_json, "--report": args.report}
 
 
 def _score_file(args: ScoreJob, threshold: float | None, out_format: str | None) -> tuple:
@@ -181,9 +189,11 @@ def _survey(
     source_format = table_format(reader.format)
     jsonl = source_format.keyed_rows  # the columns are the rows' keys: known once every row is read
     if not jsonl:
-        check_table_columns(columns, reader.columns, reader.source, args)
+        check_table_columns(columns, reader.columns, reader.source, args, reader.format)
     problems = RowProblems(reader.source, reader.unit)
     survey = Survey(columns=dict.fromkeys(reader.columns), labels=array("d") if args.label else None)
+    if source_format.typed:  # its schema, which a typed output keeps (also when it has no rows)
+        survey.arrow_schema = source_format.header_columns(reader.path)[1]
     # stdout keeps the pass: rows printed before a bad row is found could not be taken back
     if args.engine == "ray" and args.output != STDIO and (not jsonl or table_format(out_format).keyed_rows):
         survey.streaming = True

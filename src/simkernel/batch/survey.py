@@ -103,10 +103,13 @@ def checked_as_read(
         raise BadInput(str(exc)) from None
 
 
-def check_table_columns(columns: dict[str, str], found_columns: list[str], source: str, args) -> None:
+def check_table_columns(
+    columns: dict[str, str], found_columns: list[str], source: str, args, fmt: str | None = None
+) -> None:
     """A table's columns against a run: every column the mode reads (and ``--label``) is among
-    ``found_columns``, and none that the output adds is (DataError naming the column and the fix)."""
-    check_columns(columns, found_columns, source, args)
+    ``found_columns``, and none that the output adds is (DataError naming the column and the fix);
+    ``fmt``: the table's format, whose header may say why a column is missing."""
+    check_columns(columns, found_columns, source, args, fmt)
     check_added_columns(found_columns, source, args)
 
 

@@ -22,7 +22,7 @@ def resolve_cli_threshold(args: ScoreJob) -> tuple[float | None, list[str]]:
 
     try:
         settings = args.settings
-        resolved = calibrated_threshold(settings.model, settings.precision)
+        resolved = calibrated_threshold(settings.model, settings.precision, example="--threshold 0.7")
     except ValueError as exc:
         raise UsageError(f"--threshold calibrated: {exc}") from None
     return resolved.value, [f"threshold {resolved.value:.4f}: {resolved.source}"]

@@ -132,7 +132,7 @@ def calibrate(
     if positives in (0, values.size):
         which = "positive" if positives else "negative"
         raise ValueError(
-            f"every one of the {values.size} labels is {which} under label >= {cut:g} ({rule}); calibration needs both classes: give labelled pairs of both kinds or change positive_from"
+            f"every one of the {values.size} labels is {which} under label >= {cut:g} ({rule}); calibration needs both classes: give labelled pairs of both kinds, or change positive_from (--positive-from on the command line)"
         )
     if isinstance(bootstrap, bool) or not isinstance(bootstrap, int) or bootstrap < 0:
         raise ValueError(f"bootstrap must be a whole number >= 0 (0: no interval), got {bootstrap!r}")

@@ -47,10 +47,11 @@ def parse_threshold(value: object) -> float | str:
     return float(value)
 
 
-def calibrated_threshold(model: object, precision: str) -> Threshold:
+def calibrated_threshold(model: object, precision: str, example: str = "threshold=0.7") -> Threshold:
     """The calibrated threshold of ``model`` (a registry id or alias) at ``precision``.
 
-    Raises ValueError when the registry has none for them, naming the models that have one.
+    Raises ValueError when the registry has none for them, naming the models that have one and, as the
+    fix, a number given the caller's way (``example``: ``threshold=0.7``, or ``--threshold 0.7``).
     """
     from simkernel.runtime.acquisition.registry import KNOWN_MODELS, known_model
 
@@ -59,7 +60,7 @@ def calibrated_threshold(model: object, precision: str) -> Threshold:
     if known is None or entry is None:
         having = sorted({m.id for m in KNOWN_MODELS if m.calibrated})
         raise ValueError(
-            f"model {model!r} has no calibrated threshold for {precision} (models with one: {', '.join(having) or 'none'}); pass a number instead, e.g. threshold=0.7, or find one for your data with `simkernel calibrate FILE --label COL`"
+            f"model {model!r} has no calibrated threshold for {precision} (models with one: {', '.join(having) or 'none'}); pass a number instead, e.g. {example}, or find one for your data with `simkernel calibrate FILE --label COL`"
         )
     source = f"calibrated for {known.id} ({precision}) on {entry.data}, {entry.rule}"
     if entry.fitted_on not in (None, precision):

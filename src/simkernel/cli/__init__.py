@@ -53,6 +53,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         from simkernel.cli.models import run_models
 
         return run_models(args)
+    except BrokenPipeError:
+        # the reader of stdout went away (e.g. `| head`): stop quietly, as other command-line tools do
+        # (before OSError, which it is)
+        _silence_stdout()
+        return EXIT_DATA
     except InputError as exc:
         return _report(str(exc), exc.exit_code)
     except (SimkernelError, ValueError, OSError, ImportError) as exc:
@@ -60,10 +65,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _report(_one_line(exc), EXIT_DATA)
     except KeyboardInterrupt:
         return _report("interrupted; nothing was written", 130)
-    except BrokenPipeError:
-        # the reader of stdout went away (e.g. `| head`): stop quietly, as other command-line tools do
-        _silence_stdout()
-        return EXIT_DATA
 
 
 def _report(message: str, code: int) -> int:

@@ -25,14 +25,16 @@ from simkernel.batch.fingerprint import fingerprint
 from simkernel.batch.job import ScoreJob
 from simkernel.batch.progress import ProgressBar
 from simkernel.batch.rows import RowProblems, columns_of
-from simkernel.batch.score import output_layout
+from simkernel.batch.score import output_layout, output_paths
 from simkernel.batch.survey import BadInput, Survey, check_table_columns
 from simkernel.errors import DataError
 from simkernel.ray.file_blocks import ADDED, PATH
 from simkernel.tables.chunk import Chunk
 from simkernel.tables.file_sets import FileSet, open_file_set
 from simkernel.tables.formats import STDIO, table_format
+from simkernel.tables.parquet import arrow_rows
 from simkernel.tables.partial import PartialOutput, print_notice
+from simkernel.tables.table_format import check_output_paths
 from simkernel.tables.writers import StdoutOutput
 
 
@@ -41,10 +43,11 @@ def run_score_files(args: ScoreJob, threshold: float | None, out_format: str | N
     from simkernel.ray.file_engine import FileSetEngine
 
     fs = open_file_set(args.file, args.input_format)
+    check_output_paths(output_paths(args), fs.files)  # OUT may not be one of the files it reads
     out_format = out_format or fs.format
     columns = columns_of(args)
-    check_table_columns(columns, fs.columns, fs.source, args)
-    schema = table_format(out_format).output_schema(table_format(fs.format), fs.columns, None)
+    check_table_columns(columns, fs.columns, fs.source, args, fs.format)
+    schema = table_format(out_format).output_schema(table_format(fs.format), fs.columns, fs.schema)
     layout = output_layout(args, out_format, fs.columns, threshold, schema)
     survey = Survey(columns=dict.fromkeys(fs.columns), labels=array("d") if args.label else None)
     survey.streaming = True
@@ -167,7 +170,7 @@ def _typed(metric: Any, scores: list[Any]) -> list[Any]:
 def _chunk(pa: Any, pending: list[Any], rows: int, first: int, fs: FileSet) -> Chunk:
     table = pa.concat_tables(pending).slice(0, rows).combine_chunks()
     return Chunk(
-        table.to_pylist(), list(range(first + 1, first + 1 + rows)), first, table if fs.schema else None
+        arrow_rows(table), list(range(first + 1, first + 1 + rows)), first, table if fs.schema else None
     )
 
 

@@ -10,13 +10,16 @@ reads such files on the nodes with Arrow's CSV reader, every column as text.
 from __future__ import annotations
 
 import csv
-import datetime
 import json
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from simkernel.errors import DataError
-from simkernel.tables.text import TextFormat, json_value, text_lines
+from simkernel.tables.table_format import duplicate_names
+from simkernel.tables.text import TextFormat, json_value, number_text, text_lines
+
+# what separates the fields of a delimited file, as messages name them
+SEPARATORS = {",": "commas", "\t": "tabs", ";": "semicolons", "|": "vertical bars"}
 
 
 class DelimitedText(TextFormat):
@@ -38,6 +41,21 @@ class DelimitedText(TextFormat):
 
     def rows(self, reader: Any) -> Iterator[tuple[int, dict[str, Any]]]:
         return self._records(reader)
+
+    def header_hint(self, columns: Sequence[str]) -> str | None:
+        """A header read as one column that holds another separator: the file's delimiter is another one
+        (Excel in many locales saves CSV with semicolons)."""
+        if len(columns) != 1:
+            return None
+        counts = {sep: columns[0].count(sep) for sep in SEPARATORS if sep != self.delimiter}
+        found = max(counts, key=lambda sep: counts[sep])
+        if not counts[found]:
+            return None
+        other = next((f for f in DELIMITED if f.delimiter == found), None)
+        seen, expected = SEPARATORS[found], SEPARATORS[self.delimiter]
+        if other is not None:
+            return f"its header {columns[0]!r} is one column: the file seems separated by {seen}, not {expected}; read it with --input-format {other.name} (or give it the extension {other.extensions[0]})"
+        return f"its header {columns[0]!r} is one column: the file seems separated by {seen}, not {expected}; save it with {expected} between the fields (a spreadsheet's CSV export may need its field separator set to {self.delimiter!r})"
 
     def _records(self, reader: Any, header_only: bool = False) -> Iterator[tuple[int, dict[str, Any]]]:
         """(line, row) of the file; the header (checked) is stored in ``reader.columns``."""
@@ -112,7 +130,7 @@ def _check_header(record: list[str], source: str, name: str) -> list[str]:
         raise DataError(
             f"{source} line 1: the {name} header has an empty column name ({record!r}); name every column"
         )
-    duplicates = sorted({field for field in header if header.count(field) > 1})
+    duplicates = duplicate_names(header)
     if duplicates:
         raise DataError(
             f"{source} line 1: duplicate column names {duplicates}; give each column its own name"
@@ -134,18 +152,25 @@ def _record(fields: Sequence[str], delimiter: str) -> str:
 
 
 def _cell(value: Any) -> str:
+    """A cell's text: numbers as the input held them (:func:`~simkernel.tables.text.number_text`),
+    booleans as ``true``/``false``, lists and objects as JSON, and what JSON has no type for as JSONL
+    output writes it (dates and times in ISO 8601, bytes in base64, decimals in full)."""
     if value is None:
         return ""
     if isinstance(value, bool):
         return "true" if value else "false"
-    if isinstance(value, float):
-        return repr(value)
+    if isinstance(value, str):
+        return value
+    if isinstance(value, (int, float)):
+        return number_text(value)
     if isinstance(value, (list, dict, tuple)):
         return json.dumps(value, ensure_ascii=False, default=json_value)
-    if isinstance(value, (datetime.date, datetime.time)):
-        return value.isoformat()
-    return str(value)
+    try:
+        return str(json_value(value))
+    except TypeError:
+        return str(value)
 
 
 CSV = DelimitedText("csv", (".csv",), ",")
 TSV = DelimitedText("tsv", (".tsv", ".tab"), "\t")
+DELIMITED = (CSV, TSV)

@@ -19,7 +19,7 @@ from typing import Any
 from simkernel._optional import import_optional
 from simkernel.errors import DataError
 from simkernel.tables.chunk import Chunk
-from simkernel.tables.table_format import OutputParts, TableFormat
+from simkernel.tables.table_format import OutputParts, TableFormat, duplicate_names
 
 
 def pyarrow(feature: str = "reading and writing Parquet files") -> Any:
@@ -35,8 +35,53 @@ def _pq() -> Any:
 
 
 def parquet_columns(path: str, source: str) -> list[str]:
-    """Column names of the Parquet file ``path`` (an error naming ``source`` if it is not one)."""
-    return list(_open(path, source).schema_arrow.names)
+    """Column names of the Parquet file ``path`` (an error naming ``source`` if it is not one; checked)."""
+    return _checked_names(_open(path, source).schema_arrow.names, source)
+
+
+def _checked_names(names: Sequence[str], source: str) -> list[str]:
+    """A file's column names, none twice (a row of Python values would keep only the last one's)."""
+    duplicates = duplicate_names(names)
+    if duplicates:
+        raise DataError(f"{source}: duplicate column names {duplicates}; give each column its own name")
+    return list(names)
+
+
+def arrow_rows(table: Any) -> list[dict[str, Any]]:
+    """The rows of the Arrow ``table`` as Python values, each value as the file holds it: a float32 (or
+    a float32 inside a list or a struct) becomes the float64 of its shortest float32 text (0.1, not
+    0.10000000149011612, which CSV and JSONL output would write and a text column would score)."""
+    pa = pyarrow()
+    widened = [_float32_as(pa, field.type, pa.float64()) for field in table.schema]
+    if all(kind is None for kind in widened):
+        return table.to_pylist()
+    columns = []
+    for column, field, kind in zip(table.columns, table.schema, widened, strict=True):
+        if kind is not None:  # Arrow's cast to text gives each float32's shortest spelling
+            column = column.cast(_float32_as(pa, field.type, pa.string())).cast(kind)
+        columns.append(column)
+    return pa.Table.from_arrays(columns, names=table.column_names).to_pylist()
+
+
+def _float32_as(pa: Any, kind: Any, target: Any) -> Any:
+    """``kind`` with each float32 in it replaced by ``target``, or None where it holds no float32."""
+    types = pa.types
+    if types.is_float32(kind):
+        return target
+    if types.is_list(kind) or types.is_large_list(kind):
+        inner = _float32_as(pa, kind.value_type, target)
+        if inner is None:
+            return None
+        return pa.list_(inner) if types.is_list(kind) else pa.large_list(inner)
+    if types.is_struct(kind):
+        fields = [kind.field(i) for i in range(kind.num_fields)]
+        inner_types = [_float32_as(pa, f.type, target) for f in fields]
+        if all(t is None for t in inner_types):
+            return None
+        return pa.struct(
+            [f.with_type(t) if t is not None else f for f, t in zip(fields, inner_types, strict=True)]
+        )
+    return None
 
 
 def parquet_rows(path: str, source: str) -> int:
@@ -63,7 +108,7 @@ def parquet_chunks(path: str, chunk_rows: int, skip_rows: int = 0) -> Iterator[A
     index = 0  # rows of the input before the first pending one
 
     def chunk_of(table: Any, first: int) -> Chunk:
-        rows = table.to_pylist()
+        rows = arrow_rows(table)
         return Chunk(rows, list(range(first + 1, first + 1 + len(rows))), first, table)
 
     for batch in handle.iter_batches(batch_size=max(1, min(chunk_rows, 65536))):
@@ -199,7 +244,7 @@ class ParquetFormat(TableFormat):
             schema = _pq().read_schema(path).remove_metadata()
         except (OSError, ValueError) as exc:
             raise DataError(f"{path} is not a readable Parquet file ({exc}); check the file") from None
-        return list(schema.names), schema
+        return _checked_names(schema.names, path), schema
 
     def render_chunk(
         self, chunk: Chunk, columns: Sequence[str], added: list[tuple[str, str, list[Any]]], schema: Any
@@ -210,7 +255,8 @@ class ParquetFormat(TableFormat):
         return empty_table(schema, added)
 
     def output_schema(self, source: TableFormat, columns: Sequence[str], inferred: Any) -> Any:
-        return None if source.typed else input_schema(columns, source, inferred)
+        # typed input: its own schema (``inferred``), which an input without rows writes too
+        return inferred if source.typed else input_schema(columns, source, inferred)
 
     def widen_schema(
         self, schema: Any, rows: list[dict[str, Any]], columns: Sequence[str], source: str

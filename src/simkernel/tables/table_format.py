@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
@@ -91,6 +91,11 @@ class TableFormat:
         """The columns of the opened ``reader`` (its header; checked)."""
         raise NotImplementedError
 
+    def header_hint(self, columns: Sequence[str]) -> str | None:
+        """Why a column the run needs is missing from ``columns``, where the header itself says (a
+        delimited file read with the wrong delimiter comes out as one column), with the fix; else None."""
+        return None
+
     def chunks(self, reader: Any, chunk_rows: int, skip_rows: int) -> Iterator[Chunk]:
         """The rows of ``reader`` in :class:`Chunk` s of exactly ``chunk_rows`` (the last fewer), the first
         ``skip_rows`` rows left out."""
@@ -139,7 +144,8 @@ class TableFormat:
 
     def output_schema(self, source: TableFormat, columns: Sequence[str], inferred: Any) -> Any:
         """The schema of the input columns in an output of this format from ``source`` input (None where
-        the output has no schema, or keeps the input's)."""
+        the output has no schema); ``inferred``: the schema :meth:`widen_schema` inferred from keyed rows,
+        or a typed input's own (:meth:`header_columns`), which the output keeps."""
         return None
 
     def widen_schema(
@@ -211,6 +217,80 @@ def check_readable(path: str) -> None:
         raise DataError(f"input {path!r} is a directory; give a CSV, TSV, JSONL or Parquet file") from None
     except OSError as exc:
         raise DataError(f"cannot read input file {path!r}: {exc.strerror or exc}") from None
+
+
+def duplicate_names(names: Iterable[str]) -> list[str]:
+    """The names that occur more than once in ``names``, sorted (a table's columns must be unique)."""
+    seen: set[str] = set()
+    twice: set[str] = set()
+    for name in names:
+        (twice if name in seen else seen).add(name)
+    return sorted(twice)
+
+
+def check_output_paths(outputs: Mapping[str, str | os.PathLike[str] | None], inputs: Sequence[str]) -> None:
+    """An error naming the fix for an output that could only fail, or do harm, once the work is done:
+    ``outputs`` maps each option (``--output``, ``--summary-json``...) to its path (None: not given;
+    ``-``: stdout). Checked before anything is read or scored:
+
+    - DataError (the file system): the path is a directory, its folder does not exist or cannot be
+      written, or the file exists and is read-only;
+    - UsageError: the path is one of the ``inputs`` (or a link to one), or two options name one file.
+    """
+    given = [(option, os.fspath(path)) for option, path in outputs.items() if path is not None]
+    given = [(option, path) for option, path in given if path != STDIO]
+    for option, path in given:
+        if os.path.isdir(path):
+            raise DataError(
+                f"{option} {path!r} is a directory; give the path of a file to write (a new name, or a file inside that directory)"
+            )
+        folder = os.path.dirname(path) or "."
+        if not os.path.exists(folder):
+            raise DataError(
+                f"{option} {path!r}: its folder {folder!r} does not exist; create it first (mkdir -p {folder}) or write somewhere else"
+            )
+        if not os.path.isdir(folder):
+            raise DataError(
+                f"{option} {path!r}: {folder!r} is not a folder; give a path inside an existing folder"
+            )
+        if not os.access(folder, os.W_OK | os.X_OK):
+            raise DataError(
+                f"{option} {path!r}: its folder {folder!r} is not writable ({_why_not_writable(folder)}); choose a folder you can write to"
+            )
+        if os.path.exists(path) and not os.access(path, os.W_OK):
+            raise DataError(
+                f"{option} {path!r} exists and is not writable ({_why_not_writable(path)}); make it writable, or write somewhere else"
+            )
+        for source in inputs:
+            if source != STDIO and _same_file(path, os.fspath(source)):
+                raise UsageError(
+                    f"{option} {path!r} is the input file {os.fspath(source)!r} (or a link to it), which writing it would replace; give {option} another path"
+                )
+    for index, (option, path) in enumerate(given):
+        for other, other_path in given[:index]:
+            if _same_file(path, other_path):
+                raise UsageError(
+                    f"{other} and {option} both name the file {path!r}, which would hold only the last one written; give each its own path"
+                )
+
+
+def _why_not_writable(path: str) -> str:
+    try:
+        read_only = bool(os.statvfs(path).f_flag & os.ST_RDONLY)
+    except (OSError, AttributeError):  # AttributeError: no statvfs (Windows)
+        read_only = False
+    return "a read-only file system" if read_only else "permission denied"
+
+
+def _same_file(a: str, b: str) -> bool:
+    """Whether the paths ``a`` and ``b`` name one file: the same path once links are resolved, or (both
+    existing) the same file on disk (a hard link)."""
+    if os.path.realpath(a) == os.path.realpath(b):
+        return True
+    try:
+        return os.path.samefile(a, b)
+    except OSError:  # one of them does not exist (yet)
+        return False
 
 
 def umask() -> int:

@@ -26,8 +26,13 @@ class TextFormat(TableFormat):
         """(line, row) of each row of ``reader``'s file."""
         raise NotImplementedError
 
+    def entries(self, reader: Any) -> Iterator[tuple[int, dict[str, Any], str | None]]:
+        """(line, row, the row's text where the format keeps it, else None) of each row of the file."""
+        for line, row in self.rows(reader):
+            yield line, row, None
+
     def chunks(self, reader: Any, chunk_rows: int, skip_rows: int) -> Iterator[Chunk]:
-        return in_chunks(self.rows(reader), chunk_rows, skip_rows)
+        return in_chunks(self.entries(reader), chunk_rows, skip_rows)
 
     def rows_at_most(self, path: str) -> int:
         """Its lines, counted by their ends (less the header's where it has one): a row takes one line
@@ -129,23 +134,62 @@ def _utf8_error(path: str, source: str) -> DataError:
     return DataError(f"{source}: not valid UTF-8 at its end (byte {offset}); save the file as UTF-8")
 
 
-def in_chunks(rows: Iterator[tuple[int, dict[str, Any]]], chunk_rows: int, skip_rows: int) -> Iterator[Chunk]:
-    """(line, row) pairs cut into :class:`Chunk` s of ``chunk_rows``, the first ``skip_rows`` left out."""
+def in_chunks(
+    entries: Iterator[tuple[int, dict[str, Any], str | None]], chunk_rows: int, skip_rows: int
+) -> Iterator[Chunk]:
+    """(line, row, text) entries cut into :class:`Chunk` s of ``chunk_rows``, the first ``skip_rows`` left
+    out; a chunk keeps the rows' texts where every one has its text (JSONL)."""
     index = 0
     batch: list[dict[str, Any]] = []
     lines: list[int] = []
-    for line, row in rows:
+    texts: list[str | None] = []
+    for line, row, text in entries:
         if index < skip_rows:
             index += 1
             continue
         batch.append(row)
         lines.append(line)
+        texts.append(text)
         if len(batch) == chunk_rows:
-            yield Chunk(batch, lines, index)
+            yield _chunk(batch, lines, index, texts)
             index += len(batch)
-            batch, lines = [], []
+            batch, lines, texts = [], [], []
     if batch:
-        yield Chunk(batch, lines, index)
+        yield _chunk(batch, lines, index, texts)
+
+
+def _chunk(rows: list[dict[str, Any]], lines: list[int], first: int, texts: list[str | None]) -> Chunk:
+    kept = [text for text in texts if text is not None]
+    return Chunk(rows, lines, first, texts=kept if len(kept) == len(rows) else None)
+
+
+class JsonNumber(float):
+    """A JSON number with a fraction or an exponent, read from a JSONL file: its value, and its text as
+    the file spells it (``7.10``, ``1e5``), which is what a text column scores and what CSV and TSV output
+    write (``repr`` gives the text). JSON output written from the row writes the value."""
+
+    __slots__ = ("text",)
+    text: str
+
+    def __new__(cls, text: str) -> JsonNumber:
+        number = super().__new__(cls, text)
+        number.text = text
+        return number
+
+    def __repr__(self) -> str:
+        return self.text
+
+    def __reduce__(self) -> tuple[Any, tuple[str]]:
+        return (JsonNumber, (self.text,))
+
+
+def number_text(value: int | float | decimal.Decimal) -> str:
+    """A number as text, as the input held it: a JSON number as its file spells it, a float in its
+    shortest round-trip form (Parquet's float32 in float32's: see :func:`~simkernel.tables.parquet.arrow_rows`),
+    an integer or a decimal in full."""
+    if isinstance(value, float):
+        return repr(value)
+    return str(value)
 
 
 def json_value(value: Any) -> Any:
