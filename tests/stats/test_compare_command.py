@@ -219,3 +219,50 @@ def test_report_without_matplotlib_names_the_install_command(cli, runs, tmp_path
     )
     assert code == 1 and "pip install 'simkernel[plot]'" in err
     _nothing_written(tmp_path, before)
+
+
+def _question_rows(order):
+    questions = [f"question {i}" for i in range(12)]
+    return [[questions[i], f"truth {i}", f"answer {i}", 0.1 * (i % 7)] for i in order]
+
+
+def test_rows_paired_in_order_must_be_the_same_questions(cli, tmp_path):
+    """Without --key, a file whose rows are in another order stops the run, naming the first line that
+    differs and --key; the predicted answers may differ (two systems), the questions may not."""
+    header = ["question", "ground_truth", "predicted", "score"]
+    path_a = write_csv(tmp_path / "a.csv", header, _question_rows(range(12)))
+    same = _question_rows(range(12))
+    for row in same:
+        row[2] = row[2].upper()  # B's own answers
+    path_b = write_csv(tmp_path / "b.csv", header, same)
+    out = tmp_path / "c.json"
+    code, stdout, err = cli("compare", path_a, path_b, "--resamples", "1000", "--output-json", out)
+    assert code == 0, err
+    assert "  paired      in order; 'question', 'ground_truth' equal on every row" in stdout
+    assert json.loads(out.read_text("utf-8"))["checked_columns"] == ["question", "ground_truth"]
+
+    order = [0, 1, 2, 3, 5, 4, *range(6, 12)]  # two rows swapped
+    path_c = write_csv(tmp_path / "shuffled.csv", header, _question_rows(order))
+    before = sorted(p.name for p in tmp_path.iterdir())
+    code, stdout, err = cli("compare", path_a, path_c, "--output-json", tmp_path / "d.json")
+    assert code == 1 and stdout == ""
+    assert (
+        f"{path_a} line 6 and {path_c} line 6 differ in 'question' ('question 4' against 'question 5'; "
+        "2 of 12 rows differ): give --key COLUMN"
+    ) in err
+    _nothing_written(tmp_path, before)
+    # the same files joined on a key compare as they should
+    code, _, err = cli("compare", path_a, path_c, "--key", "question", "--resamples", "1000")
+    assert code == 0, err
+
+
+def test_a_renamed_ground_truth_column_is_checked_and_no_shared_column_is_said(cli, tmp_path):
+    path_a = write_csv(tmp_path / "a.csv", ["truth", "score"], [[f"t{i}", 0.5] for i in range(10)])
+    path_b = write_csv(tmp_path / "b.csv", ["truth", "score"], [[f"t{9 - i}", 0.6] for i in range(10)])
+    code, _, err = cli("compare", path_a, path_b, "--ground-truth", "truth")
+    assert code == 1 and "differ in 'truth' ('t0' against 't9'; 10 of 10 rows differ)" in err
+    path_c = write_csv(tmp_path / "c.csv", ["id", "score"], [[i, 0.5 + 0.01 * i] for i in range(10)])
+    code, stdout, err = cli("compare", path_c, path_c, "--resamples", "1000")
+    assert code == 0, err
+    assert "  paired      in order, unchecked: the files share none of the columns" in stdout
+    assert "give --key COLUMN to join the rows on an id" in stdout

@@ -11,7 +11,11 @@ Three inputs, all read whole and checked before anything is scored or written:
 
 A key missing from one side, a key twice in a file, a key cell that is empty, different row counts without
 a key, a missing score column or a score that is not a finite number stops the run with one
-:class:`~simkernel.errors.DataError` naming the rows or columns; nothing is written. The comparison is
+:class:`~simkernel.errors.DataError` naming the rows or columns; nothing is written. Without a key the
+rows pair in order, and the text columns that say which question a row is (:func:`question_columns`: the
+question, ground truth and references columns, as named by the options or by default, that both files
+have; never the predicted answers, which differ between systems) must then be equal row by row: the first
+row where they differ stops the run, naming both lines and suggesting ``--key``. The comparison is
 :func:`simkernel.stats.paired_comparison` (the mean paired difference with its BCa interval, the paired
 sign-flip permutation test, wins / ties / losses at ``tolerance``, the rows that differ most).
 """
@@ -29,7 +33,7 @@ import numpy as np
 
 from simkernel.batch.engines import score_in_chunks
 from simkernel.batch.job import ScoreJob
-from simkernel.batch.rows import columns_of, read_inputs
+from simkernel.batch.rows import DEFAULT_COLUMNS, columns_of, read_inputs
 from simkernel.batch.score import check_mode_options, write_output_json
 from simkernel.batch.summary import json_plain
 from simkernel.errors import DataError, UsageError
@@ -37,9 +41,10 @@ from simkernel.stats.defaults import DEFAULT_RESAMPLES, DEFAULT_SEED
 from simkernel.tables.formats import Table
 from simkernel.tables.whole import read_table
 
-__all__ = ["Comparison", "Side", "compare_files"]
+__all__ = ["QUESTION_COLUMN", "Comparison", "Side", "compare_files", "question_columns"]
 
 _LISTED = 10  # keys or lines named in an error
+QUESTION_COLUMN = "question"  # the column of the questions, when a file has one (no option names it)
 # options that only name columns or the format: they apply to scored files too (the report shows the texts)
 _DISPLAY = {"predicted", "ground_truth", "references", "input_format"}
 
@@ -73,6 +78,15 @@ class Comparison:
     elapsed_s: float
     resamples: int
     seed: int
+    checked: list[str] | None = None  # two files without a key: the columns found equal row by row
+
+    def pairing(self) -> str:
+        """How the rows were paired: joined on the key, or in order (and which columns were checked)."""
+        if self.key is not None:
+            return f"joined on {self.key!r}"
+        if self.checked is None:
+            return "row by row: two answer columns of one file"
+        return pairing_text(self.checked)
 
     def row_name(self, index: int) -> str:
         if self.key is not None:
@@ -84,6 +98,7 @@ class Comparison:
             "a": self.a.name,
             "b": self.b.name,
             "key": self.key,
+            "checked_columns": self.checked,
             "description": self.description,
         }
         data.update(self.result.as_dict())
@@ -105,6 +120,8 @@ class Comparison:
     def lines(self) -> list[str]:
         r = self.result
         out = [f"simkernel compare: {r.n:,} rows, A = {self.a.name}, B = {self.b.name}"]
+        if self.key is None and self.checked is not None:
+            out.append(f"  paired      {self.pairing()}")
         if self.description:
             out.append(f"  scored by   {self.description}")
         out.append(f"  mean        A {r.mean_a:.4f}, B {r.mean_b:.4f}")
@@ -163,7 +180,7 @@ def compare_files(
 
     :param a: run A's file (CSV, TSV, JSONL or Parquet); with ``predicted_b`` the one file of both runs.
     :param b: run B's file (None with ``predicted_b``).
-    :param key: join the files' rows on this column (None: pair them in order).
+    :param key: join the files' rows on this column (None: pair them in order, the question columns checked).
     :param score_column: the scores' column in each file (ignored when texts are scored).
     :param score: score both files' texts with ``metric`` first.
     :param predicted_b: one file: the column of B's answers (``predicted=``: A's, default ``predicted``).
@@ -206,6 +223,7 @@ def compare_files(
     if job is not None:
         check_mode_options(job)
     description = None
+    checked: list[str] | None = None
     if predicted_b is not None:
         assert job is not None
         table = read_table(job.file, fmt)
@@ -243,6 +261,7 @@ def compare_files(
                     f"{tables[0].source} has {len(tables[0])} rows and {tables[1].source} has {len(tables[1])}; give --key COLUMN to join the rows on a column, or compare runs of the same rows"
                 )
             order = list(range(len(tables[1])))
+            checked = _check_same_questions(tables[0], tables[1], question_columns(options))
         if scoring:
             assert job is not None
             jobs = [ScoreJob(**{**job.as_options(), "file": table.source}) for table in tables]
@@ -276,7 +295,16 @@ def compare_files(
     )
     correlations = _correlations(side_a, side_b, label, resamples, seed)
     comparison = Comparison(
-        result, side_a, side_b, key, description, correlations, time.perf_counter() - started, resamples, seed
+        result,
+        side_a,
+        side_b,
+        key,
+        description,
+        correlations,
+        time.perf_counter() - started,
+        resamples,
+        seed,
+        checked,
     )
     if output_json is not None:
         write_output_json(comparison.as_dict(), os.fspath(output_json))
@@ -285,6 +313,58 @@ def compare_files(
 
         write_compare_report(comparison, os.fspath(report), label, {**options, "mode": metric})
     return comparison
+
+
+def question_columns(options: dict[str, Any]) -> list[str]:
+    """The columns that say which question a row is, as ``options`` name them (or by default): the question
+    (:data:`QUESTION_COLUMN`), the ground truth, the references. Not the predicted answers: two systems'
+    answers to one question differ."""
+    names = [
+        QUESTION_COLUMN,
+        options.get("ground_truth") or DEFAULT_COLUMNS["ground_truth"],
+        options.get("references") or DEFAULT_COLUMNS["references"],
+    ]
+    predicted = options.get("predicted") or DEFAULT_COLUMNS["predicted"]
+    return [name for name in dict.fromkeys(names) if name != predicted]
+
+
+def pairing_text(checked: list[str]) -> str:
+    """How rows paired in order were checked, for the printed result and the report."""
+    if checked:
+        return f"in order; {', '.join(repr(c) for c in checked)} equal on every row"
+    return (
+        f"in order, unchecked: the files share none of the columns {QUESTION_COLUMN!r}, "
+        f"{DEFAULT_COLUMNS['ground_truth']!r} or {DEFAULT_COLUMNS['references']!r} "
+        "(--ground-truth, --references); give --key COLUMN to join the rows on an id"
+    )
+
+
+def _check_same_questions(a: Table, b: Table, candidates: list[str]) -> list[str]:
+    """Rows paired in order must be the same questions: each of ``candidates`` that both files have must be
+    equal row by row (DataError naming the first row that differs). Returns the columns checked."""
+    shared = [name for name in candidates if name in a.columns and name in b.columns]
+    differ = [
+        i
+        for i, (row_a, row_b) in enumerate(zip(a.rows, b.rows, strict=True))
+        if any(_cell_text(row_a.get(name)) != _cell_text(row_b.get(name)) for name in shared)
+    ]
+    if differ:
+        i = differ[0]
+        name = next(c for c in shared if _cell_text(a.rows[i].get(c)) != _cell_text(b.rows[i].get(c)))
+        found_a, found_b = _short(a.rows[i].get(name)), _short(b.rows[i].get(name))
+        raise DataError(
+            f"without --key the rows pair in order, but {a.source} line {a.line_numbers[i]} and {b.source} line {b.line_numbers[i]} differ in {name!r} ({found_a} against {found_b}; {len(differ)} of {len(a)} rows differ): give --key COLUMN to join the rows on a column that names each question (an id), or put both files' rows in one order"
+        )
+    return shared
+
+
+def _cell_text(value: Any) -> str:
+    return _key_text(value).strip() if value is not None else ""
+
+
+def _short(value: Any, limit: int = 40) -> str:
+    text = _cell_text(value)
+    return repr(text if len(text) <= limit else text[: limit - 1] + "…")
 
 
 def _correlations(

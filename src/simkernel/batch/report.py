@@ -213,7 +213,7 @@ def write_compare_report(comparison: Any, path: str, label: str | None, options:
     page = Page(
         "simkernel compare: is B better than A?",
         f"A = {a.name}, B = {b.name}; {r.n:,} rows"
-        + (f", joined on {comparison.key}" if comparison.key else ", paired in order"),
+        + (f", joined on {comparison.key}" if comparison.key else f", paired {comparison.pairing()}"),
         data,
     )
     rows = [

@@ -386,9 +386,11 @@ Two runs of the same questions, A and B (B - A > 0: B scores higher):
   two scored files      simkernel compare a.csv b.csv --key id [--score-column score]
   two files, texts      simkernel compare a.csv b.csv --key id --score [--mode sas ...]
   one file, two columns simkernel compare runs.csv --predicted answer_a --predicted-b answer_b [--mode sas]
-Without --key the files' rows are paired in order (they must have as many rows). Keys missing from
-one side, duplicate keys, different row counts and a missing score column stop the run, naming the rows
-or columns; nothing is written.
+Without --key the files' rows are paired in order: they must have as many rows, and the columns that
+say which question a row is (question, --ground-truth, --references; not the predicted answers) must be
+equal row by row where both files have them. Keys missing from one side, duplicate keys, rows that are
+not the same questions, different row counts and a missing score column stop the run, naming the rows or
+columns; nothing is written.
 
 Reported: the mean of each, the mean paired difference with its 95% interval (BCa bootstrap over rows),
 the two-sided p-value of a paired sign-flip permutation test (exact under "A and B are exchangeable on
