@@ -113,11 +113,11 @@ def test_positive_from_decides_the_classes():
 
 def test_bootstrap_interval_matches_an_independent_recomputation():
     scores, labels = labelled(11, 150)
-    result = calibrate(scores, labels, bootstrap=40, seed=7)
+    result = calibrate(scores, labels, bootstrap=1000, seed=7)
     positive = labels >= 1
     rng = np.random.default_rng(7)
     found = []
-    for _ in range(40):
+    for _ in range(1000):
         rows = rng.integers(0, 150, 150)
         s, p = scores[rows], positive[rows]
         distinct = np.unique(s)[::-1]  # highest first
@@ -131,15 +131,15 @@ def test_bootstrap_interval_matches_an_independent_recomputation():
 
 def test_bootstrap_is_seeded():
     scores, labels = labelled(5, 200)
-    first = calibrate(scores, labels, bootstrap=200, seed=1)
-    assert calibrate(scores, labels, bootstrap=200, seed=1).interval == first.interval
-    assert calibrate(scores, labels, bootstrap=200, seed=2).interval != first.interval
+    first = calibrate(scores, labels, bootstrap=1000, seed=1)
+    assert calibrate(scores, labels, bootstrap=1000, seed=1).interval == first.interval
+    assert calibrate(scores, labels, bootstrap=1000, seed=2).interval != first.interval
     assert calibrate(scores, labels, bootstrap=0).interval is None
 
 
 def test_to_dict_has_exactly_the_documented_keys_and_is_json():
     scores, labels = labelled(1, 100)
-    result = calibrate(scores, labels, bootstrap=20, model="m", precision_mode="int8")
+    result = calibrate(scores, labels, bootstrap=1000, model="m", precision_mode="int8")
     data = result.to_dict()
     assert list(data) == [
         "threshold",
@@ -177,7 +177,12 @@ def test_public_name():
         ([0.1, 0.2], [0, 1], {"positive_from": 5}, "every one of the 2 labels is negative"),
         ([0.1, 0.2], [0, 1], {"positive_from": "1"}, "positive_from must be a number"),
         ([0.1, 0.2], [0, 1], {"positive_from": math.inf}, "positive_from must be a finite number"),
-        ([0.1, 0.2], [0, 1], {"bootstrap": -1}, "bootstrap must be a whole number >= 0"),
+        (
+            [0.1, 0.2],
+            [0, 1],
+            {"bootstrap": -1},
+            r"bootstrap must be 0 \(no bootstrap interval\) or at least 1,000",
+        ),
     ],
 )
 def test_bad_input_is_named(scores, labels, options, message):

@@ -40,7 +40,7 @@ def test_sas_file_against_scikit_learn_on_independent_scores(cli, write, tmp_pat
     out = tmp_path / "calibration.json"
     result = cli(
         "calibrate", path, "--ground-truth", "answer1", "--predicted", "answer2", "--label", "label",
-        "--output-json", out, "--bootstrap", "200",
+        "--output-json", out, "--bootstrap", "1000",
     )  # fmt: skip
     assert result.code == 0, result.err
     data = json.loads(out.read_text("utf-8"))
@@ -70,7 +70,7 @@ def test_mixed_languages_and_positive_from(cli, minilm, tmp_path):
     out = tmp_path / "c.json"
     result = cli(
         "calibrate", EXAMPLES / "answers.csv", "--label", "label", "--positive-from", "2",
-        "--output-json", out, "--bootstrap", "50", "--precision", "int8",
+        "--output-json", out, "--bootstrap", "1000", "--precision", "int8",
     )  # fmt: skip
     assert result.code == 0, result.err
     data = json.loads(out.read_text("utf-8"))
@@ -134,10 +134,10 @@ def test_calibrate_file_returns_what_the_command_prints(cli, minilm, tmp_path):
         ((EXAMPLES / "references.jsonl", "--mode", "reference"), {"metric": "reference"}),
     ]:
         out = tmp_path / "cli.json"
-        result = cli("calibrate", *argv, "--label", "label", "--bootstrap", "100", "--output-json", out)
+        result = cli("calibrate", *argv, "--label", "label", "--bootstrap", "1000", "--output-json", out)
         assert result.code == 0, result.err
         report = simkernel.calibrate_file(
-            argv[0], label="label", bootstrap=100, output_json=tmp_path / "api.json", **kwargs
+            argv[0], label="label", bootstrap=1000, output_json=tmp_path / "api.json", **kwargs
         )
         assert isinstance(report.calibration, Calibration)
         assert (tmp_path / "api.json").read_bytes() == out.read_bytes()

@@ -99,7 +99,7 @@ def test_two_predicted_columns_of_one_file(cli, tmp_path):
     out = tmp_path / "c.json"
     code, stdout, err = cli(
         "compare", path, "--predicted", "a", "--predicted-b", "b", "--mode", "exact", "--label", "label",
-        "--output-json", out, "--resamples", "500",
+        "--output-json", out, "--resamples", "1000",
     )  # fmt: skip
     assert code == 0, err
     data = json.loads(out.read_text("utf-8"))
@@ -117,7 +117,7 @@ def test_two_files_of_texts_scored_first(cli, tmp_path):
     b_rows = [[i, t, t] for i, t in enumerate(truth)][::-1]
     path_a = write_csv(tmp_path / "a.csv", ["id", "ground_truth", "predicted"], a_rows)
     path_b = write_csv(tmp_path / "b.csv", ["id", "ground_truth", "predicted"], b_rows)
-    result = simkernel.compare_files(path_a, path_b, key="id", score=True, metric="exact", resamples=200)
+    result = simkernel.compare_files(path_a, path_b, key="id", score=True, metric="exact", resamples=1000)
     assert result.result.mean_a == 0.5 and result.result.mean_b == 1.0
     assert result.result.b_wins == 6 and result.result.ties == 6
 
@@ -204,8 +204,8 @@ def test_score_summary_has_the_intervals(cli, tmp_path):
 def test_score_file_summary_has_the_intervals(tmp_path):
     summary = simkernel.score_file(ANSWERS, tmp_path / "o.csv", metric="exact", resamples=0)
     assert summary.as_dict()["intervals"] == {"mean_score": None}
-    summary = simkernel.score_file(ANSWERS, tmp_path / "o.csv", metric="exact", resamples=500)
-    assert summary.as_dict()["intervals"]["mean_score"]["resamples"] == 500
+    summary = simkernel.score_file(ANSWERS, tmp_path / "o.csv", metric="exact", resamples=1000)
+    assert summary.as_dict()["intervals"]["mean_score"]["resamples"] == 1000
 
 
 def test_report_without_matplotlib_names_the_install_command(cli, runs, tmp_path, monkeypatch):

@@ -5,6 +5,7 @@ Wilson's formula by hand, and the coverage of the 95% intervals over 1,000 seede
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -54,9 +55,9 @@ def test_bca_matches_loops_over_the_same_resamples(ties):
     n = 40
     x = rng.integers(0, 6, n).astype(float) if ties else rng.standard_normal(n)
     y = np.round(x + rng.standard_normal(n)) if ties else x + rng.standard_normal(n)
-    found = bootstrap_intervals(x, y, resamples=300, seed=11)
+    found = bootstrap_intervals(x, y, resamples=1000, seed=11)
     for name in STATISTICS:
-        estimate, (low, high) = reference_bca(x, y, name, 300, 11)
+        estimate, (low, high) = reference_bca(x, y, name, 1000, 11)
         got = found[name]
         assert got is not None and got.method == "BCa bootstrap"
         assert got.estimate == pytest.approx(estimate, abs=1e-12)
@@ -66,7 +67,7 @@ def test_bca_matches_loops_over_the_same_resamples(ties):
 def test_estimates_are_the_summary_figures():
     rng = np.random.default_rng(3)
     x, y = rng.random(200), rng.integers(0, 3, 200).astype(float)
-    found = bootstrap_intervals(x, y, resamples=200)
+    found = bootstrap_intervals(x, y, resamples=1000)
     assert found["mean"].estimate == float(x.mean())
     assert found["pearson"].estimate == pearson(x, y)
     assert found["spearman"].estimate == spearman(x, y)
@@ -142,10 +143,10 @@ def test_wilson_by_hand_and_its_coverage():
 
 def test_no_interval_where_none_exists():
     assert bootstrap_intervals([1.0, 2.0, 3.0], resamples=0, statistics=("mean",)) == {"mean": None}
-    constant = bootstrap_intervals([0.5] * 10, list(range(10)), resamples=100)
+    constant = bootstrap_intervals([0.5] * 10, list(range(10)), resamples=1000)
     assert constant["pearson"] is None and constant["spearman"] is None
     assert constant["mean"].low == constant["mean"].high == 0.5
-    two = bootstrap_intervals([0.1, 0.9], [0.0, 1.0], resamples=100)
+    two = bootstrap_intervals([0.1, 0.9], [0.0, 1.0], resamples=1000)
     assert two["pearson"] is None and two["mean"] is not None
 
 
@@ -153,13 +154,13 @@ def test_seeded_and_the_grouped_jackknife(monkeypatch):
     rng = np.random.default_rng(1)
     x = rng.exponential(size=1500)
     y = np.round(x + rng.standard_normal(1500))
-    first = bootstrap_intervals(x, y, resamples=500, seed=4)
-    assert bootstrap_intervals(x, y, resamples=500, seed=4) == first
-    assert bootstrap_intervals(x, y, resamples=500, seed=5) != first
+    first = bootstrap_intervals(x, y, resamples=1000, seed=4)
+    assert bootstrap_intervals(x, y, resamples=1000, seed=4) == first
+    assert bootstrap_intervals(x, y, resamples=1000, seed=5) != first
     # above JACKKNIFE_GROUPS rows the jackknife leaves out groups: the ends stay those of the exact one
     assert x.size > JACKKNIFE_GROUPS
     monkeypatch.setattr("simkernel.stats.intervals.JACKKNIFE_GROUPS", x.size)
-    exact = bootstrap_intervals(x, y, resamples=500, seed=4)
+    exact = bootstrap_intervals(x, y, resamples=1000, seed=4)
     for name, interval in exact.items():
         width = interval.high - interval.low
         assert abs(first[name].low - interval.low) < 0.05 * width, name
@@ -173,7 +174,7 @@ def test_seeded_and_the_grouped_jackknife(monkeypatch):
         (lambda: bootstrap_intervals([1.0, 2.0], [1.0]), "one value per row"),
         (lambda: bootstrap_intervals([1.0, 2.0], statistics=("median",)), "unknown statistic 'median'"),
         (lambda: bootstrap_intervals([1.0, 2.0], statistics=("pearson",)), "pearson and spearman need y"),
-        (lambda: bootstrap_intervals([1.0], statistics=("mean",), resamples=-1), "resamples must be a whole"),
+        (lambda: bootstrap_intervals([1.0], statistics=("mean",), resamples=-1), "resamples must be 0"),
         (
             lambda: bootstrap_intervals([1.0], statistics=("mean",), level=95),
             "level must be a number between",
@@ -212,3 +213,50 @@ def test_poisson_counts_above_poisson_rows():
         width = interval.high - interval.low
         assert abs(poisson[name].low - interval.low) < 0.08 * width, name
         assert abs(poisson[name].high - interval.high) < 0.08 * width, name
+
+
+@pytest.mark.parametrize("resamples", [1, 2, 5, 999])
+def test_too_few_resamples_are_refused_everywhere_in_python(resamples, tmp_path):
+    """0 (no bootstrap) or at least 1,000 resamples: fewer leave a 95% interval's ends to chance. Each way
+    in refuses them, naming its own argument and the minimum, before any work."""
+    import simkernel
+    from simkernel.calibration import calibrate
+    from simkernel.errors import UsageError
+    from simkernel.stats import paired_comparison
+
+    x = np.arange(40.0)
+    message = f"must be 0 \\(no bootstrap interval\\) or at least 1,000 .* got {resamples}$"
+    with pytest.raises(ValueError, match="^resamples " + message):
+        bootstrap_intervals(x, statistics=("mean",), resamples=resamples)
+    with pytest.raises(ValueError, match="^resamples " + message):
+        paired_comparison(x, x + 1, resamples=resamples)
+    with pytest.raises(ValueError, match="^bootstrap " + message):
+        calibrate(x, x > 20, bootstrap=resamples)
+    answers = Path(__file__).resolve().parents[2] / "examples" / "answers.csv"
+    with pytest.raises(UsageError, match="^--resamples " + message):
+        simkernel.score_file(answers, tmp_path / "o.csv", metric="exact", resamples=resamples)
+    with pytest.raises(UsageError, match="^--resamples " + message):
+        simkernel.compare_files(answers, answers, score=True, metric="exact", resamples=resamples)
+    for name in ("resamples", "bootstrap"):
+        with pytest.raises(UsageError, match=f"^--{name} " + message):
+            simkernel.calibrate_file(answers, label="label", **{name: resamples})
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_fewest_resamples_allowed_give_intervals():
+    x = np.random.default_rng(0).random(40)
+    assert bootstrap_intervals(x, statistics=("mean",), resamples=1000)["mean"] is not None
+    assert bootstrap_intervals(x, statistics=("mean",), resamples=0)["mean"] is None
+
+
+@pytest.mark.parametrize(
+    "command, option", [("score", "--resamples"), ("compare", "--resamples"), ("calibrate", "--bootstrap")]
+)
+def test_the_command_line_refuses_too_few_resamples(command, option, capsys):
+    from simkernel.cli import main
+
+    answers = str(Path(__file__).resolve().parents[2] / "examples" / "answers.csv")
+    argv = [command, answers, *(["--label", "label"] if command == "calibrate" else []), option, "5"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert f"argument {option}: must be 0 (no bootstrap interval) or at least 1,000" in err and "got 5" in err

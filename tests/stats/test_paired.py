@@ -78,7 +78,7 @@ def test_two_runs_of_equal_quality_are_not_told_apart():
 def test_counts_and_rows_by_hand():
     a = np.array([0.5, 0.5, 0.5, 0.5, 0.5, 0.5])
     b = np.array([0.9, 0.52, 0.1, 0.5, 0.7, 0.45])
-    result = paired_comparison(a, b, tolerance=0.03, resamples=500, top=2)
+    result = paired_comparison(a, b, tolerance=0.03, resamples=1000, top=2)
     assert (result.b_wins, result.ties, result.a_wins) == (2, 2, 2)
     assert result.b_better_rows == [0, 4] and result.a_better_rows == [2, 5]
     assert result.mean_a == 0.5 and result.mean_b == pytest.approx(b.mean())

@@ -21,7 +21,7 @@ from simkernel.batch.rows import ChunkInputs, columns_of, read_inputs
 from simkernel.batch.score import check_mode_options, write_output_json
 from simkernel.calibration.fit import DEFAULT_BOOTSTRAP, DEFAULT_SEED
 from simkernel.errors import DataError, UsageError
-from simkernel.stats.defaults import DEFAULT_RESAMPLES
+from simkernel.stats.defaults import DEFAULT_RESAMPLES, resamples_problem
 from simkernel.tables.whole import read_table
 
 __all__ = ["FIXED_THRESHOLD", "CalibrationReport", "calibrate_file"]
@@ -90,10 +90,12 @@ def calibrate_file(
 
     :param input: a CSV, TSV, JSONL or Parquet file (by extension, or ``input_format=``), ``"-"``: stdin.
     :param metric: a metric that runs a model (``"sas"``, ``"reference"``, or a plugin's).
-    :param bootstrap: resamples for the threshold's 95% interval (0: none); ``seed`` theirs.
+    :param bootstrap: resamples for the threshold's 95% interval (0: none, else at least 1,000); ``seed``
+        theirs.
     :param output_json: also write ``report.as_dict()`` to this path.
     :param resamples: bootstrap resamples of the figures' 95% intervals (the mean score, Pearson,
-        Spearman; ``seed`` theirs too; 0: none); precision and recall get Wilson's interval.
+        Spearman; ``seed`` theirs too; 0: none, else at least 1,000); precision and recall get Wilson's
+        interval.
     :param report: also write an HTML report with charts to this path (the plot extra).
     :param progress: show the progress bar on a terminal.
     :param options: the columns and settings, named as ``simkernel calibrate``'s options
@@ -110,8 +112,10 @@ def calibrate_file(
         from simkernel.batch.report import require_plotting
 
         require_plotting()  # a missing extra is named before any work
-    if isinstance(resamples, bool) or not isinstance(resamples, int) or resamples < 0:
-        raise UsageError(f"--resamples must be a whole number >= 0 (0: no bootstrap), got {resamples!r}")
+    for name, value in (("--resamples", resamples), ("--bootstrap", bootstrap)):
+        problem = resamples_problem(value)
+        if problem:
+            raise UsageError(f"{name} {problem}")
     job = ScoreJob(file=os.fspath(input), mode=metric, label=label, quiet=not progress, **options)
     if not job.metric.loads_model:
         raise UsageError(

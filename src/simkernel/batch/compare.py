@@ -37,7 +37,7 @@ from simkernel.batch.rows import DEFAULT_COLUMNS, columns_of, read_inputs
 from simkernel.batch.score import check_mode_options, write_output_json
 from simkernel.batch.summary import json_plain
 from simkernel.errors import DataError, UsageError
-from simkernel.stats.defaults import DEFAULT_RESAMPLES, DEFAULT_SEED
+from simkernel.stats.defaults import DEFAULT_RESAMPLES, DEFAULT_SEED, resamples_problem
 from simkernel.tables.formats import Table
 from simkernel.tables.whole import read_table
 
@@ -206,8 +206,9 @@ def compare_files(
         from simkernel.batch.report import require_plotting
 
         require_plotting()
-    if isinstance(resamples, bool) or not isinstance(resamples, int) or resamples < 0:
-        raise UsageError(f"--resamples must be a whole number >= 0 (0: no bootstrap), got {resamples!r}")
+    problem = resamples_problem(resamples)
+    if problem:
+        raise UsageError(f"--resamples {problem}")
     if not math.isfinite(tolerance) or tolerance < 0:
         raise UsageError(f"--tolerance must be a number >= 0, got {tolerance!r}")
     fmt = options.get("input_format")

@@ -22,9 +22,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from simkernel.calibration.binary import ThresholdStats, rates, stats_at, sweep
-from simkernel.stats.defaults import DEFAULT_SEED
+from simkernel.stats.defaults import DEFAULT_BOOTSTRAP, DEFAULT_SEED, resamples_problem
 
-DEFAULT_BOOTSTRAP = 1000
 INTERVAL_PERCENTILES = (2.5, 97.5)
 
 
@@ -111,7 +110,8 @@ def calibrate(
             unlabelled pairs out.
         positive_from: labels at or above it are positives; None: the midpoint of the lowest and the
             highest label.
-        bootstrap: resamples for the 95% interval of the threshold (0: no interval).
+        bootstrap: resamples for the 95% interval of the threshold (0: no interval; else at least
+            1,000, :data:`~simkernel.stats.defaults.MIN_RESAMPLES`).
         seed: seed of the resampling, so the interval is reproducible.
         model, precision_mode: recorded in the result (which model and precision gave the scores).
 
@@ -134,8 +134,9 @@ def calibrate(
         raise ValueError(
             f"every one of the {values.size} labels is {which} under label >= {cut:g} ({rule}); calibration needs both classes: give labelled pairs of both kinds or change positive_from"
         )
-    if isinstance(bootstrap, bool) or not isinstance(bootstrap, int) or bootstrap < 0:
-        raise ValueError(f"bootstrap must be a whole number >= 0 (0: no interval), got {bootstrap!r}")
+    problem = resamples_problem(bootstrap)
+    if problem:
+        raise ValueError(f"bootstrap {problem}")
     table = sweep(values, positive)
     best, youden = _best_two(table)
     return Calibration(

@@ -25,6 +25,7 @@ _LAZY = {
     "DEFAULT_LEVEL": "simkernel.stats.defaults",
     "DEFAULT_RESAMPLES": "simkernel.stats.defaults",
     "DEFAULT_SEED": "simkernel.stats.defaults",
+    "MIN_RESAMPLES": "simkernel.stats.defaults",
     "Interval": "simkernel.stats.intervals",
     "bootstrap_intervals": "simkernel.stats.intervals",
     "bca_interval": "simkernel.stats.intervals",
@@ -37,6 +38,7 @@ __all__ = [
     "DEFAULT_LEVEL",
     "DEFAULT_RESAMPLES",
     "DEFAULT_SEED",
+    "MIN_RESAMPLES",
     "Interval",
     "PairedComparison",
     "average_ranks",
@@ -50,7 +52,7 @@ __all__ = [
 
 if TYPE_CHECKING:  # pragma: no cover
     from simkernel.stats.correlation import average_ranks, pearson, spearman
-    from simkernel.stats.defaults import DEFAULT_LEVEL, DEFAULT_RESAMPLES, DEFAULT_SEED
+    from simkernel.stats.defaults import DEFAULT_LEVEL, DEFAULT_RESAMPLES, DEFAULT_SEED, MIN_RESAMPLES
     from simkernel.stats.intervals import (
         Interval,
         bca_interval,

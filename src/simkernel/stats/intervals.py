@@ -1,7 +1,7 @@
 """Confidence intervals of evaluation figures, in float64 (numpy, and a C kernel for the bootstrap's sums).
 
 **Bootstrap (the mean, Pearson's r, Spearman's rho).** The rows are resampled with replacement
-``resamples`` times (default 10,000), drawn in turn from ``numpy.random.default_rng(seed)``
+``resamples`` times (default 10,000; 0 or at least :data:`MIN_RESAMPLES`, 1,000), drawn in turn from ``numpy.random.default_rng(seed)``
 (:func:`resample_counts`: the classic multinomial resamples up to 1,000 rows, the Poisson bootstrap's
 independent Poisson(1) row counts above, several times faster to draw), so an interval depends on
 ``(data, resamples, seed)`` only (the rows are taken in the order of ``x``'s values). For each resample, a
@@ -49,12 +49,19 @@ import numpy as np
 from simkernel import _bootstrap
 from simkernel.cpu_budget import available_cpus
 from simkernel.stats.correlation import pearson, spearman
-from simkernel.stats.defaults import DEFAULT_LEVEL, DEFAULT_RESAMPLES, DEFAULT_SEED
+from simkernel.stats.defaults import (
+    DEFAULT_LEVEL,
+    DEFAULT_RESAMPLES,
+    DEFAULT_SEED,
+    MIN_RESAMPLES,
+    resamples_problem,
+)
 
 __all__ = [
     "DEFAULT_LEVEL",
     "DEFAULT_RESAMPLES",
     "DEFAULT_SEED",
+    "MIN_RESAMPLES",
     "Interval",
     "bca_interval",
     "bootstrap_intervals",
@@ -297,11 +304,13 @@ def bootstrap_intervals(
     row), Pearson's r and Spearman's rho of ``x`` and ``y``; all from the same seeded resamples.
 
     :param statistics: which of ``"mean"``, ``"pearson"``, ``"spearman"`` (the correlations need ``y``).
-    :param resamples: bootstrap resamples (default 10,000); 0 gives no intervals (every value None).
+    :param resamples: bootstrap resamples (default 10,000; at least :data:`MIN_RESAMPLES`, 1,000); 0 gives
+        no intervals (every value None).
     :returns: name -> :class:`Interval` (its ``estimate`` is the figure on all the rows, equal to
         :func:`~simkernel.stats.correlation.pearson` / ``spearman`` / the float64 mean), or None where no
         interval exists (see the module's docstring).
-    :raises ValueError: a value that is not finite, lengths that differ, an unknown statistic, a bad level.
+    :raises ValueError: a value that is not finite, lengths that differ, an unknown statistic, a bad level,
+        ``resamples`` between 1 and 999.
     """
     wanted = list(dict.fromkeys(statistics))
     unknown = [name for name in wanted if name not in STATISTICS]
@@ -311,8 +320,9 @@ def bootstrap_intervals(
         raise ValueError(
             "pearson and spearman need y, the values to correlate x with; pass y= or ask for mean only"
         )
-    if isinstance(resamples, bool) or not isinstance(resamples, int) or resamples < 0:
-        raise ValueError(f"resamples must be a whole number >= 0 (0: no intervals), got {resamples!r}")
+    problem = resamples_problem(resamples)
+    if problem:
+        raise ValueError(f"resamples {problem}")
     _check_level(level)
     xs = _finite(x, "x")
     ys = _finite(y, "y") if y is not None else None

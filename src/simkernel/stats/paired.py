@@ -36,6 +36,7 @@ from simkernel.stats.intervals import (
     DEFAULT_LEVEL,
     DEFAULT_RESAMPLES,
     DEFAULT_SEED,
+    MIN_RESAMPLES,
     Interval,
     bootstrap_intervals,
 )
@@ -134,7 +135,8 @@ def paired_comparison(
     ``i``); positive differences mean B scores higher.
 
     :param tolerance: ``|b - a| <= tolerance`` is a tie (default 0: only equal scores tie).
-    :param resamples: bootstrap resamples of the difference's interval (default 10,000; 0: none).
+    :param resamples: bootstrap resamples of the difference's interval (default 10,000; 0: none; else at
+        least 1,000).
     :param permutations: random sign patterns of the test (default: ``resamples``, at least 1,000).
     :param seed: seed of both (the test draws from ``default_rng([seed, 1])``).
     :param top: how many rows to list each way.
@@ -149,7 +151,7 @@ def paired_comparison(
     if isinstance(top, bool) or not isinstance(top, int) or top < 0:
         raise ValueError(f"top must be a whole number >= 0, got {top!r}")
     if permutations is None:
-        permutations = max(resamples, 1000)
+        permutations = max(resamples, MIN_RESAMPLES)
     if isinstance(permutations, bool) or not isinstance(permutations, int) or permutations < 1:
         raise ValueError(f"permutations must be a whole number >= 1, got {permutations!r}")
     d = y - x
