@@ -89,7 +89,7 @@ def test_identical_runs_find_no_difference(cli, runs):
     path_a, _, _, _, _ = runs
     code, stdout, err = cli("compare", path_a, path_a, "--key", "id", "--resamples", "1000")
     assert code == 0, err
-    assert "B - A       +0.0000 (95% CI 0.0000 to 0.0000" in stdout
+    assert "B - A       +0.0000 (95% CI n/a: no variation: every value is the same)" in stdout
     assert "p-value     1 (" in stdout
 
 

@@ -145,7 +145,7 @@ def test_no_interval_where_none_exists():
     assert bootstrap_intervals([1.0, 2.0, 3.0], resamples=0, statistics=("mean",)) == {"mean": None}
     constant = bootstrap_intervals([0.5] * 10, list(range(10)), resamples=1000)
     assert constant["pearson"] is None and constant["spearman"] is None
-    assert constant["mean"].low == constant["mean"].high == 0.5
+    assert constant["mean"] is None
     two = bootstrap_intervals([0.1, 0.9], [0.0, 1.0], resamples=1000)
     assert two["pearson"] is None and two["mean"] is not None
 
@@ -260,3 +260,46 @@ def test_the_command_line_refuses_too_few_resamples(command, option, capsys):
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert f"argument {option}: must be 0 (no bootstrap interval) or at least 1,000" in err and "got 5" in err
+
+
+def test_wilson_holds_its_estimate_and_ends_at_exactly_0_and_1():
+    """At 0 of n the low end is 0 and at n of n the high end is 1, exactly (the formula by hand gives
+    2.8e-17 and 0.9999999999999999 there); every interval holds k / n."""
+    z = scipy.stats.norm.ppf(0.975)
+    for n in range(1, 301):
+        for k in range(n + 1):
+            got = wilson(k, n)
+            assert got.low <= k / n <= got.high, (k, n)
+            assert (got.low == 0.0) == (k == 0) and (got.high == 1.0) == (k == n), (k, n, got)
+    assert wilson(13, 13).high == 1.0 and wilson(0, 5).low == 0.0
+    # elsewhere the ends are the formula's
+    p, n = 12 / 13, 13
+    half = z / (1 + z * z / n) * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
+    assert wilson(12, 13).high == pytest.approx((p + z * z / (2 * n)) / (1 + z * z / n) + half, abs=1e-15)
+
+
+@pytest.mark.parametrize(
+    "x, y, name, reason",
+    [
+        ([0.5] * 30, None, "mean", "no variation: every value is the same"),
+        ([0.1] * 30, None, "mean", "no variation: every value is the same"),
+        (list(range(20)), list(range(20)), "pearson", "no variation among the resamples"),
+        (list(range(20)), [-v for v in range(20)], "spearman", "no variation among the resamples"),
+        ([0.5] * 20, list(range(20)), "pearson", "no correlation: constant scores or labels"),
+        ([1.0, 2.0], [1.0, 2.0], "pearson", "fewer than 3 rows"),
+    ],
+)
+def test_a_degenerate_bootstrap_gives_no_interval_and_says_why(x, y, name, reason):
+    """A distribution of bootstrap values with no spread (a constant column's mean, r = 1 in every
+    resample) gives no interval rather than a zero-width one that may not even hold its estimate."""
+    found = bootstrap_intervals(x, y, statistics=(name,), resamples=1000)
+    assert found[name] is None and found.reasons == {name: reason}
+
+
+def test_a_constant_paired_difference_has_no_interval():
+    from simkernel.stats import paired_comparison
+
+    result = paired_comparison([0.5] * 30, [0.6] * 30, resamples=1000)
+    assert result.mean_difference == pytest.approx(0.1) and result.difference is None
+    assert result.no_interval == {"difference": "no variation: every value is the same"}
+    assert result.as_dict()["difference_interval"] is None

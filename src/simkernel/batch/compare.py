@@ -37,7 +37,7 @@ from simkernel.batch.rows import DEFAULT_COLUMNS, columns_of, read_inputs
 from simkernel.batch.score import check_mode_options, write_output_json
 from simkernel.batch.summary import json_plain
 from simkernel.errors import DataError, UsageError
-from simkernel.stats.defaults import DEFAULT_RESAMPLES, DEFAULT_SEED, resamples_problem
+from simkernel.stats.defaults import DEFAULT_LEVEL, DEFAULT_RESAMPLES, DEFAULT_SEED, resamples_problem
 from simkernel.tables.formats import Table
 from simkernel.tables.whole import read_table
 
@@ -128,7 +128,7 @@ class Comparison:
         interval = (
             f" ({r.difference.text()}, {r.difference.method}, {self.resamples:,} resamples, seed {self.seed})"
             if r.difference is not None
-            else ""
+            else f" ({DEFAULT_LEVEL:.0%} CI n/a: {r.no_interval['difference']})"
         )
         out.append(f"  B - A       {r.mean_difference:+.4f}{interval}")
         kind = "exact, all sign patterns" if r.exact else f"{r.permutations:,} random sign patterns"

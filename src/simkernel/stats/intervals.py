@@ -27,12 +27,16 @@ jackknife leaves out one row at a time up to 1,000 rows; above that, one of 1,00
 random split; the grouped jackknife estimates the same acceleration at a fixed cost).
 
 A resample whose correlation is undefined (every value drawn equal) is left out of that statistic's
-bootstrap distribution; when more than half are undefined, or the sample has fewer than 3 rows (2 for
-the mean) or the estimate itself is undefined, the interval is None.
+bootstrap distribution. The interval is None, and :class:`Intervals` ``.reasons`` says why, when the
+sample has fewer than 3 rows (2 for the mean), the estimate itself is undefined (a constant column), the
+values do not vary (the mean of a constant column: every resample gives the same mean, and a zero-width
+"interval" would claim a certainty the sample cannot give), more than half of the resamples have no
+correlation, or the bootstrap values do not vary (r = 1 in every resample); so an interval, where there is
+one, has a width and holds its estimate's neighbourhood.
 
 **Wilson's score interval** of a rate (:func:`wilson`), closed form: ``(p + z^2/2n +- z sqrt(p(1-p)/n +
 z^2/4n^2)) / (1 + z^2/n)``; unlike the normal approximation it stays inside [0, 1] and keeps its coverage
-near 0% and 100%.
+near 0% and 100%; its ends are exactly 0 at 0 of n and 1 at n of n.
 """
 
 from __future__ import annotations
@@ -43,6 +47,7 @@ from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from statistics import NormalDist
+from typing import Any
 
 import numpy as np
 
@@ -63,6 +68,7 @@ __all__ = [
     "DEFAULT_SEED",
     "MIN_RESAMPLES",
     "Interval",
+    "Intervals",
     "bca_interval",
     "bootstrap_intervals",
     "resample_counts",
@@ -115,8 +121,30 @@ class Interval:
         return f"{self.level:.0%} CI {self.low:.{digits}f} to {self.high:.{digits}f}"
 
 
+class Intervals(dict[str, "Interval | None"]):
+    """What :func:`bootstrap_intervals` returns: figure name -> :class:`Interval`, or None where the figure
+    has no interval; ``reasons`` says why for each None (e.g. ``"no variation: every value is the same"``)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.reasons: dict[str, str] = {}
+
+    def none(self, name: str, reason: str) -> None:
+        self[name] = None
+        self.reasons[name] = reason
+
+
+# why a figure has no interval (Intervals.reasons)
+NO_BOOTSTRAP = "no bootstrap (0 resamples)"
+NO_VARIATION = "no variation: every value is the same"
+NO_CORRELATION = "no correlation: constant scores or labels"
+FLAT_RESAMPLES = "no variation among the resamples"
+FEW_DISTINCT = "too few distinct values: most resamples have no correlation"
+
+
 def wilson(successes: int, n: int, level: float = DEFAULT_LEVEL) -> Interval | None:
-    """Wilson's score interval of the rate ``successes / n`` (float64, closed form); None when ``n`` is 0."""
+    """Wilson's score interval of the rate ``successes / n`` (float64, closed form; exactly 0 at 0 of n
+    and 1 at n of n); None when ``n`` is 0."""
     _check_level(level)
     if n < 0 or successes < 0 or successes > n:
         raise ValueError(f"wilson needs 0 <= successes <= n, got successes={successes}, n={n}")
@@ -128,7 +156,10 @@ def wilson(successes: int, n: int, level: float = DEFAULT_LEVEL) -> Interval | N
     denominator = 1.0 + z2 / n
     centre = (p + z2 / (2.0 * n)) / denominator
     half = z * math.sqrt(p * (1.0 - p) / n + z2 / (4.0 * n * n)) / denominator
-    return Interval(p, max(0.0, centre - half), min(1.0, centre + half), level, WILSON_METHOD)
+    # the ends at 0 of n and n of n are 0 and 1 exactly (the formula gives them up to rounding)
+    low = 0.0 if successes == 0 else max(0.0, centre - half)
+    high = 1.0 if successes == n else min(1.0, centre + half)
+    return Interval(p, low, high, level, WILSON_METHOD)
 
 
 def resample_counts(n: int, resamples: int, seed: int) -> Iterator[np.ndarray]:
@@ -299,16 +330,16 @@ def bootstrap_intervals(
     resamples: int = DEFAULT_RESAMPLES,
     seed: int = DEFAULT_SEED,
     level: float = DEFAULT_LEVEL,
-) -> dict[str, Interval | None]:
+) -> Intervals:
     """BCa bootstrap intervals over rows of the mean of ``x`` and, with ``y`` (e.g. human labels, one per
     row), Pearson's r and Spearman's rho of ``x`` and ``y``; all from the same seeded resamples.
 
     :param statistics: which of ``"mean"``, ``"pearson"``, ``"spearman"`` (the correlations need ``y``).
     :param resamples: bootstrap resamples (default 10,000; at least :data:`MIN_RESAMPLES`, 1,000); 0 gives
         no intervals (every value None).
-    :returns: name -> :class:`Interval` (its ``estimate`` is the figure on all the rows, equal to
-        :func:`~simkernel.stats.correlation.pearson` / ``spearman`` / the float64 mean), or None where no
-        interval exists (see the module's docstring).
+    :returns: :class:`Intervals`, name -> :class:`Interval` (its ``estimate`` is the figure on all the
+        rows, equal to :func:`~simkernel.stats.correlation.pearson` / ``spearman`` / the float64 mean), or
+        None where no interval exists, and why in ``.reasons`` (see the module's docstring).
     :raises ValueError: a value that is not finite, lengths that differ, an unknown statistic, a bad level,
         ``resamples`` between 1 and 999.
     """
@@ -329,12 +360,14 @@ def bootstrap_intervals(
     if ys is not None and ys.size != xs.size:
         raise ValueError(f"x and y must have one value per row; got {xs.size} and {ys.size}")
     estimates = {name: _estimate(name, xs, ys) for name in wanted}
-    result: dict[str, Interval | None] = dict.fromkeys(wanted)
-    todo = [
-        name
-        for name in wanted
-        if resamples > 0 and xs.size >= (2 if name == "mean" else 3) and math.isfinite(estimates[name])
-    ]
+    result = Intervals(dict.fromkeys(wanted))
+    todo = []
+    for name in wanted:
+        reason = _no_interval(name, xs, estimates[name], resamples)
+        if reason is not None:
+            result.none(name, reason)
+        else:
+            todo.append(name)
     if not todo:
         return result
     sample = _Sample(xs, ys, todo)
@@ -345,10 +378,37 @@ def bootstrap_intervals(
         finite = values[np.isfinite(values)]
         jk = jk[np.isfinite(jk)]
         if finite.size * 2 < resamples or jk.size < 2:
+            result.none(name, FEW_DISTINCT)
+            continue
+        if _flat(finite):  # e.g. r = 1 in every resample: nothing to put an interval on
+            result.none(name, FLAT_RESAMPLES)
             continue
         low, high = bca_interval(estimates[name], finite, jk, level)
         result[name] = Interval(estimates[name], low, high, level, BOOTSTRAP_METHOD, resamples, seed)
     return result
+
+
+def _no_interval(name: str, x: np.ndarray, estimate: float, resamples: int) -> str | None:
+    """Why the figure ``name`` of the sample ``x`` gets no bootstrap interval, or None when it gets one."""
+    if resamples == 0:
+        return NO_BOOTSTRAP
+    if name == "mean":
+        if x.size < 2:
+            return "fewer than 2 rows"
+        if x.min() == x.max():
+            return NO_VARIATION
+        return None
+    if x.size < 3:
+        return "fewer than 3 rows"
+    if not math.isfinite(estimate):
+        return NO_CORRELATION
+    return None
+
+
+def _flat(values: np.ndarray) -> bool:
+    """Every bootstrap value equal up to rounding (a few units in the last place of the largest)."""
+    scale = float(np.abs(values).max())
+    return float(values.max() - values.min()) <= 64 * np.finfo(np.float64).eps * scale
 
 
 def _collect(sample: _Sample, chunks: Iterator[np.ndarray], cells: int = 0) -> dict[str, np.ndarray]:

@@ -52,7 +52,8 @@ class PairedComparison:
     """The result of :func:`paired_comparison` (``as_dict()`` is its JSON form).
 
     ``n`` rows; ``mean_a``, ``mean_b``; ``difference``: the mean of ``b - a`` with its interval (None
-    with fewer than 2 rows or ``resamples=0``: then only ``mean_difference``); ``p_value`` of the
+    with fewer than 2 rows, ``resamples=0`` or a ``b - a`` that is the same on every row: then only
+    ``mean_difference``, and ``no_interval["difference"]`` says why); ``p_value`` of the
     ``test`` with ``permutations`` sign patterns (``exact``: all of them); ``b_wins`` / ``ties`` /
     ``a_wins`` at ``tolerance``; ``b_better_rows`` / ``a_better_rows``: the indices of the rows where B
     (resp. A) is ahead by most, largest gap first; ``differences``: ``b - a`` per row (float64).
@@ -74,6 +75,7 @@ class PairedComparison:
     a_better_rows: list[int]
     differences: np.ndarray = field(repr=False, compare=False)
     test: str = TEST_NAME
+    no_interval: dict[str, str] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -82,6 +84,7 @@ class PairedComparison:
             "mean_b": self.mean_b,
             "mean_difference": self.mean_difference,
             "difference_interval": self.difference.as_dict() if self.difference is not None else None,
+            "no_interval": dict(self.no_interval),
             "test": self.test,
             "p_value": self.p_value,
             "permutations": self.permutations,
@@ -156,9 +159,8 @@ def paired_comparison(
         raise ValueError(f"permutations must be a whole number >= 1, got {permutations!r}")
     d = y - x
     n = int(d.size)
-    interval = bootstrap_intervals(d, statistics=("mean",), resamples=resamples, seed=seed, level=level)[
-        "mean"
-    ]
+    found = bootstrap_intervals(d, statistics=("mean",), resamples=resamples, seed=seed, level=level)
+    interval = found["mean"]
     p, used, exact = sign_flip_p_value(d, permutations, seed)
     order = np.argsort(-d, kind="stable")
     b_better = [int(i) for i in order[:top] if d[i] > tolerance]
@@ -179,6 +181,7 @@ def paired_comparison(
         b_better_rows=b_better,
         a_better_rows=a_better,
         differences=d,
+        no_interval={"difference": found.reasons["mean"]} if interval is None else {},
     )
 
 
