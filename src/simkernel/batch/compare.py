@@ -33,12 +33,12 @@ import numpy as np
 
 from simkernel.batch.engines import score_in_chunks
 from simkernel.batch.job import ScoreJob
-from simkernel.batch.rows import DEFAULT_COLUMNS, columns_of, read_inputs
+from simkernel.batch.rows import DEFAULT_COLUMNS, RowProblems, columns_of, parse_label, read_inputs
 from simkernel.batch.score import check_mode_options, write_output_json
 from simkernel.batch.summary import json_plain
 from simkernel.errors import DataError, UsageError
 from simkernel.stats.defaults import DEFAULT_LEVEL, DEFAULT_RESAMPLES, DEFAULT_SEED, resamples_problem
-from simkernel.tables.formats import Table
+from simkernel.tables.formats import Table, table_format
 from simkernel.tables.whole import read_table
 
 __all__ = ["QUESTION_COLUMN", "Comparison", "Side", "compare_files", "question_columns"]
@@ -493,16 +493,16 @@ def _label_column(table: Table, column: str) -> np.ndarray:
             f"{table.source} has no label column {column!r} (columns found: {_found(table)}); fix --label"
         )
     values = np.full(len(table), math.nan)
+    problems = RowProblems(table.source, table_format(table.format).unit)
     for index, (row, line) in enumerate(zip(table.rows, table.line_numbers, strict=True)):
-        value = row.get(column)
-        if value is None or isinstance(value, str) and not value.strip():
+        try:
+            number = parse_label(row.get(column), column)
+        except ValueError as exc:
+            problems.add(line, str(exc))
             continue
-        number = _number(value)
-        if number is None:
-            raise DataError(
-                f"{table.source} line {line}: label column {column!r} holds {value!r}, not a number; labels must be numeric"
-            )
-        values[index] = number
+        if number is not None:
+            values[index] = number
+    problems.raise_if_any()
     return values
 
 
