@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import scipy.stats
 
 import simkernel
 from simkernel.cli import main
@@ -190,22 +191,31 @@ def test_score_summary_has_the_intervals(cli, tmp_path):
     scores = np.array([float(r["score"]) for r in records])
     labels = np.array([float(r["label"]) for r in records])
     expected = bootstrap_intervals(scores, labels, resamples=3000, seed=7)
-    assert summary["intervals"]["mean_score"] == expected["mean"].as_dict()
     assert summary["intervals"]["pearson"] == expected["pearson"].as_dict()
     assert summary["intervals"]["spearman"] == expected["spearman"].as_dict()
     rate = wilson(int((scores >= 0.5).sum()), scores.size)
     assert summary["intervals"]["pass_rate"] == rate.as_dict()
+    # exact match scores are 0 or 1: their mean is the proportion of matches, with Wilson's interval
+    assert set(scores) == {0.0, 1.0} and summary["intervals"]["mean_score"] == rate.as_dict()
     assert (summary["resamples"], summary["seed"]) == (3000, 7)
-    low, high = expected["mean"].low, expected["mean"].high
-    assert f"mean score  {scores.mean():.4f} (95% CI {low:.4f} to {high:.4f})" in err
+    low, high = rate.low, rate.high
+    assert (
+        f"mean score  {scores.mean():.4f} (95% CI {low:.4f} to {high:.4f}, Wilson score: every score is 0 or 1)"
+        in err
+    )
     assert "BCa bootstrap over rows (3,000 resamples, seed 7" in err
 
 
 def test_score_file_summary_has_the_intervals(tmp_path):
-    summary = simkernel.score_file(ANSWERS, tmp_path / "o.csv", metric="exact", resamples=0)
-    assert summary.as_dict()["intervals"] == {"mean_score": None}
-    summary = simkernel.score_file(ANSWERS, tmp_path / "o.csv", metric="exact", resamples=1000)
-    assert summary.as_dict()["intervals"]["mean_score"]["resamples"] == 1000
+    summary = simkernel.score_file(ANSWERS, tmp_path / "o.csv", metric="exact", label="label", resamples=0)
+    data = summary.as_dict()
+    assert (
+        data["intervals"]["pearson"] is None
+        and data["no_interval"]["pearson"] == "no bootstrap (0 resamples)"
+    )
+    assert data["intervals"]["mean_score"]["method"] == "Wilson score"  # a closed form: no resamples needed
+    summary = simkernel.score_file(ANSWERS, tmp_path / "o.csv", metric="exact", label="label", resamples=1000)
+    assert summary.as_dict()["intervals"]["pearson"]["resamples"] == 1000
 
 
 def test_report_without_matplotlib_names_the_install_command(cli, runs, tmp_path, monkeypatch):
@@ -266,3 +276,84 @@ def test_a_renamed_ground_truth_column_is_checked_and_no_shared_column_is_said(c
     assert code == 0, err
     assert "  paired      in order, unchecked: the files share none of the columns" in stdout
     assert "give --key COLUMN to join the rows on an id" in stdout
+
+
+def test_each_column_of_a_multi_column_summary_has_its_intervals():
+    """A metric of several score columns: each column's line carries the intervals of its mean and
+    correlations (they were computed but not printed)."""
+    from simkernel.batch.summary import summarize
+
+    rng = np.random.default_rng(5)
+    n = 60
+    table = rng.random((n, 3))
+    labels = np.round(table[:, 2] * 2 + rng.normal(0, 0.5, n))
+    summary = summarize(
+        scores=table.ravel(), labels=list(labels), label_column="label", threshold=None, description="m",
+        elapsed_s=0.0, load_s=0.0, score_s=1.0, output="-", columns=("s_P", "s_R", "s_F"), primary=2,
+        resamples=1000, seed=3,
+    )  # fmt: skip
+    printed = summary.lines()
+    for index, name in enumerate(("s_P", "s_R", "s_F")):
+        x = table[:, index]
+        found = bootstrap_intervals(x, labels, resamples=1000, seed=3)
+        mean, r, rho = found["mean"], found["pearson"], found["spearman"]
+        assert r.estimate == pytest.approx(scipy.stats.pearsonr(x, labels).statistic, abs=1e-12)
+        assert rho.estimate == pytest.approx(scipy.stats.spearmanr(x, labels).statistic, abs=1e-12)
+        expected = (
+            f"  column      {name}: mean {x.mean():.4f} [{mean.low:.4f}, {mean.high:.4f}], "
+            f"vs 'label' Pearson {r.estimate:.4f} [{r.low:.4f}, {r.high:.4f}], "
+            f"Spearman {rho.estimate:.4f} [{rho.low:.4f}, {rho.high:.4f}]"
+        )
+        assert expected in printed, (expected, printed)
+        assert summary.as_dict()["columns"][index]["intervals"]["mean_score"] == mean.as_dict()
+
+
+def test_compare_prints_each_mean_with_its_interval(cli, runs, tmp_path):
+    path_a, path_b, a, b, _ = runs
+    out = tmp_path / "c.json"
+    code, stdout, err = cli(
+        "compare", path_a, path_b, "--key", "id", "--resamples", "1000", "--output-json", out
+    )
+    assert code == 0, err
+    data = json.loads(out.read_text("utf-8"))
+    parts = []
+    for side, values in (("A", a), ("B", b)):
+        found = bootstrap_intervals(values, statistics=("mean",), resamples=1000, seed=0)["mean"]
+        assert data[f"mean_{side.lower()}_interval"] == found.as_dict()
+        assert found.estimate == pytest.approx(np.mean(values), abs=1e-12)
+        parts.append(f"{side} {np.mean(values):.4f} [{found.low:.4f}, {found.high:.4f}]")
+    assert f"  mean        {', '.join(parts)}" in stdout
+
+
+def test_compare_says_why_a_constant_run_has_no_correlation(cli, tmp_path):
+    keys = [f"q{i}" for i in range(30)]
+    path_a = write_csv(
+        tmp_path / "a.csv", ["id", "score", "label"], [[k, i / 30, i % 3] for i, k in enumerate(keys)]
+    )
+    path_b = write_csv(
+        tmp_path / "b.csv", ["id", "score", "label"], [[k, 0.5, i % 3] for i, k in enumerate(keys)]
+    )
+    code, stdout, err = cli(
+        "compare", path_a, path_b, "--key", "id", "--label", "label", "--resamples", "1000"
+    )
+    assert code == 0, err
+    assert "nan" not in stdout
+    assert (
+        "  vs labels   B: Pearson n/a (constant scores or labels), Spearman n/a (constant scores or labels)"
+        in stdout
+    )
+    assert "B 0.5000 [n/a: no variation: every value is the same]" in stdout
+
+
+def test_ten_exact_matches_of_ten_print_wilsons_interval_twice(cli, tmp_path):
+    """--mode exact, 10 of 10 matching: the mean score (a proportion) and the pass rate both get Wilson's
+    0.7225 to 1 (by hand), no longer a mean of "1.0000 to 1.0000" beside a pass rate of 72.2% to 100%."""
+    path = write_csv(
+        tmp_path / "e.csv", ["ground_truth", "predicted"], [[f"a{i}", f"a{i}"] for i in range(10)]
+    )
+    code, _, err = cli("score", path, "--mode", "exact", "--threshold", "1", "-o", tmp_path / "o.csv")
+    assert code == 0, err
+    z = scipy.stats.norm.ppf(0.975)
+    low = 1 / (1 + z * z / 10)  # Wilson's low end at 10 of 10: n / (n + z^2)
+    assert f"mean score  1.0000 (95% CI {low:.4f} to 1.0000, Wilson score: every score is 0 or 1)" in err
+    assert f"pass rate   100.0% (10 of 10 with score >= 1) (95% CI {low:.1%} to 100.0%)" in err

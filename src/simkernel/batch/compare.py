@@ -35,7 +35,7 @@ from simkernel.batch.engines import score_in_chunks
 from simkernel.batch.job import ScoreJob
 from simkernel.batch.rows import DEFAULT_COLUMNS, RowProblems, columns_of, parse_label, read_inputs
 from simkernel.batch.score import check_mode_options, write_output_json
-from simkernel.batch.summary import json_plain
+from simkernel.batch.summary import brackets, correlation_text, json_plain
 from simkernel.errors import DataError, UsageError
 from simkernel.stats.defaults import DEFAULT_LEVEL, DEFAULT_RESAMPLES, DEFAULT_SEED, resamples_problem
 from simkernel.tables.formats import Table, table_format
@@ -124,7 +124,14 @@ class Comparison:
             out.append(f"  paired      {self.pairing()}")
         if self.description:
             out.append(f"  scored by   {self.description}")
-        out.append(f"  mean        A {r.mean_a:.4f}, B {r.mean_b:.4f}")
+        means = [
+            f"{side} {value:.4f}{brackets(found.as_dict() if found else None, r.no_interval.get(name))}"
+            for side, name, value, found in (
+                ("A", "mean_a", r.mean_a, r.mean_a_interval),
+                ("B", "mean_b", r.mean_b, r.mean_b_interval),
+            )
+        ]
+        out.append(f"  mean        {', '.join(means)}")
         interval = (
             f" ({r.difference.text()}, {r.difference.method}, {self.resamples:,} resamples, seed {self.seed})"
             if r.difference is not None
@@ -141,12 +148,12 @@ class Comparison:
             for stat in ("pearson", "spearman"):
                 value = figures.get(stat)
                 found = (figures.get("intervals") or {}).get(stat)
-                ci = f" [{found['low']:.4f}, {found['high']:.4f}]" if found else ""
-                parts.append(
-                    f"{stat.capitalize()} {value:.4f}{ci}"
-                    if value is not None
-                    else f"{stat.capitalize()} n/a"
-                )
+                why = (figures.get("no_interval") or {}).get(stat)
+                if figures["labelled_rows"] < 2:
+                    parts.append(f"{stat.capitalize()} n/a ({figures['labelled_rows']} labelled rows)")
+                    continue
+                ci = brackets(found, why) if value is not None and not math.isnan(value) else ""
+                parts.append(f"{stat.capitalize()} {correlation_text(value)}{ci}")
             out.append(f"  vs labels   {side_name}: {', '.join(parts)}")
         for title, rows in (("B ahead", r.b_better_rows), ("A ahead", r.a_better_rows)):
             if rows:
@@ -387,14 +394,17 @@ def _correlations(
                 "pearson": None,
                 "spearman": None,
                 "intervals": None,
+                "no_interval": {},
             }
             continue
         x, y = side.scores[keep], side.labels[keep]
+        intervals, reasons = figure_intervals(side.scores, keep, y, resamples, seed)
         out[name] = {
             "labelled_rows": int(keep.sum()),
             "pearson": pearson(x, y),
             "spearman": spearman(x, y),
-            "intervals": figure_intervals(side.scores, keep, y, resamples, seed),
+            "intervals": intervals,
+            "no_interval": reasons,
         }
     return out
 

@@ -218,8 +218,8 @@ def write_compare_report(comparison: Any, path: str, label: str | None, options:
     )
     rows = [
         Figure("rows", "n", r.n),
-        Figure("mean A", "mean_a", r.mean_a),
-        Figure("mean B", "mean_b", r.mean_b),
+        Figure("mean A", "mean_a", r.mean_a, data["mean_a_interval"], "mean_a_interval"),
+        Figure("mean B", "mean_b", r.mean_b, data["mean_b_interval"], "mean_b_interval"),
         Figure(
             "mean B - A",
             "mean_difference",
