@@ -69,7 +69,7 @@ def test_figures_match_scikit_learn_at_both_thresholds(seed):
 @given(
     st.lists(
         st.tuples(st.integers(-20, 20).map(lambda v: v / 20), st.booleans()), min_size=2, max_size=60
-    ).filter(lambda rows: 0 < sum(p for _, p in rows) < len(rows))
+    ).filter(lambda rows: 0 < sum(p for _, p in rows) < len(rows) and len({s for s, _ in rows}) > 1)
 )
 def test_f1_optimum_matches_an_exhaustive_search(rows):
     scores = np.array([s for s, _ in rows])
@@ -149,6 +149,7 @@ def test_to_dict_has_exactly_the_documented_keys_and_is_json():
         "f1",
         "kappa",
         "youden_threshold",
+        "recommended",
         "positive_from",
         "n",
         "model",
@@ -188,3 +189,35 @@ def test_public_name():
 def test_bad_input_is_named(scores, labels, options, message):
     with pytest.raises(ValueError, match=message.replace("[", r"\[").replace("]", r"\]")):
         calibrate(scores, labels, **options)
+
+
+def test_scores_that_do_not_vary_are_refused():
+    """Every score the same: no threshold splits them (the run recommended their value, with a
+    zero-width interval, and a 'use it' line)."""
+    with pytest.raises(ValueError, match="every one of the 10 scores is 0.5: no threshold can split them"):
+        calibrate([0.5] * 10, [0, 1] * 5)
+
+
+def test_scores_no_better_than_chance_recommend_no_threshold():
+    """Positives scored below every negative: the F1-best threshold calls every row positive, where
+    scikit-learn's kappa is 0 and the ROC's best J is 0; no threshold is recommended, and the report says so
+    in place of the 'use it' line."""
+    from simkernel.batch.calibrate import CalibrationReport, report_lines
+    from simkernel.calibration.binary import stats_of
+
+    positive = np.array([1, 1, 1, 1, 0, 0, 0, 0, 0, 0])
+    scores = np.linspace(0.1, 0.9, 10)  # the positives lowest
+    result = calibrate(scores, positive, bootstrap=0)
+    fpr, tpr, _ = roc_curve(positive, scores)
+    assert result.kappa == pytest.approx(cohen_kappa_score(positive, scores >= result.threshold)) == 0
+    assert result.youden.youden_j == pytest.approx(max(tpr - fpr)) == 0
+    assert result.recommended is False and result.to_dict()["recommended"] is False
+    report = CalibrationReport(result, stats_of(scores, positive, 0.7), "d", "f.csv", 0, 0.0)
+    printed = "\n".join(report_lines(report))
+    assert "use it" not in printed
+    assert "no threshold recommended: kappa 0.0000 at the F1-best threshold and Youden's J 0.0000" in printed
+    good = calibrate(scores, 1 - positive, bootstrap=0)
+    assert good.recommended and good.kappa > 0 and good.warning is None
+    assert "  use it      simkernel score FILE --threshold" in "\n".join(
+        report_lines(CalibrationReport(good, stats_of(scores, 1 - positive, 0.7), "d", "f.csv", 0, 0.0))
+    )

@@ -19,6 +19,7 @@ KEYS = [
     "f1",
     "kappa",
     "youden_threshold",
+    "recommended",
     "positive_from",
     "n",
     "model",
@@ -184,3 +185,10 @@ def test_the_help_names_every_format_and_calibrate_reads_parquet(cli, minilm, tm
         assert result.code == 0, result.err
         reports.append(json.loads(out.read_text("utf-8")))
     assert reports[0] == reports[1]
+
+
+def test_a_file_whose_scores_do_not_vary_is_refused(cli, write, minilm):
+    path = write("same.csv", "ground_truth,predicted,label\n" + "Paris,Paris,2\nParis,Paris,0\n" * 5)
+    result = cli("calibrate", path, "--label", "label")
+    assert result.code == 1 and result.out == ""
+    assert f"{path}: every one of the 10 scores is 1: no threshold can split them" in result.err

@@ -249,7 +249,10 @@ def report_lines(report: CalibrationReport) -> list[str]:
     out.append(f"              {_figures(result.youden)}")
     out.append(f"  fixed {FIXED_THRESHOLD:g}   eval_lib's default, for comparison")
     out.append(f"              {_figures(fixed)}")
-    out.append(f"  use it      simkernel score FILE --threshold {result.threshold:.4f}")
+    if result.recommended:
+        out.append(f"  use it      simkernel score FILE --threshold {result.threshold:.4f}")
+    else:
+        out.append(f"  no threshold recommended: {result.warning}")
     figures = report.figures
     if figures:
         found, why = figures["intervals"], figures.get("no_interval", {})

@@ -369,10 +369,11 @@ def write_calibrate_report(report: Any, path: str, texts: dict[str, Any]) -> Non
         ),
     ]
     resamples = figures.get("resamples", 0)
+    warning = "" if result.recommended else f"No threshold recommended: {result.warning}. "
     page.figures(
         "Figures",
         rows,
-        note=f"95% intervals: the mean and the correlations BCa bootstrap over rows ({resamples:,} resamples, "
+        note=f"{warning}95% intervals: the mean and the correlations BCa bootstrap over rows ({resamples:,} resamples, "
         f"seed {figures.get('seed', 0)}); precision and recall Wilson score; the threshold's: calibrate's percentile bootstrap",
     )
     scores = np.asarray(report.scores, dtype=np.float64)

@@ -75,6 +75,24 @@ class Calibration:
     def youden_threshold(self) -> float:
         return self.youden.threshold
 
+    @property
+    def recommended(self) -> bool:
+        """Whether the scores separate the labels better than chance: Cohen's kappa at the F1-best threshold
+        and the best Youden's J both above 0. When not (e.g. the F1-best threshold calls every row positive),
+        no threshold of these scores is worth using, and ``simkernel calibrate`` says so instead of
+        recommending one."""
+        return self.kappa > 0 and self.youden.youden_j > 0
+
+    @property
+    def warning(self) -> str | None:
+        """Why no threshold is recommended (None when one is)."""
+        if self.recommended:
+            return None
+        return (
+            f"kappa {self.kappa:.4f} at the F1-best threshold and Youden's J {self.youden.youden_j:.4f} at "
+            "best: these scores separate the labels no better than chance; do not use a threshold from them"
+        )
+
     def to_dict(self) -> dict:
         """The JSON form (what ``simkernel calibrate --output-json`` writes)."""
         return {
@@ -85,6 +103,7 @@ class Calibration:
             "f1": self.f1,
             "kappa": self.kappa,
             "youden_threshold": self.youden_threshold,
+            "recommended": self.recommended,
             "positive_from": self.positive_from,
             "n": self.n,
             "model": self.model,
@@ -116,7 +135,9 @@ def calibrate(
         model, precision_mode: recorded in the result (which model and precision gave the scores).
 
     Raises ValueError naming the problem: lengths differ, a score or label is not a finite number, fewer
-    than two pairs, or the labels hold only one class under ``positive_from``.
+    than two pairs, every score the same (no threshold splits them), or the labels hold only one class
+    under ``positive_from``. Scores that vary but separate the labels no better than chance give a
+    result whose ``recommended`` is False.
     """
     values = _numbers(scores, "scores", "score")
     marks = _numbers(labels, "labels", "label", hint="; leave unlabelled pairs out before calibrating")
@@ -133,6 +154,10 @@ def calibrate(
         which = "positive" if positives else "negative"
         raise ValueError(
             f"every one of the {values.size} labels is {which} under label >= {cut:g} ({rule}); calibration needs both classes: give labelled pairs of both kinds or change positive_from"
+        )
+    if values.min() == values.max():
+        raise ValueError(
+            f"every one of the {values.size} scores is {values[0]:g}: no threshold can split them, so none can reproduce the labels; check that the scores vary (the score column, the metric, the model)"
         )
     problem = resamples_problem(bootstrap)
     if problem:
