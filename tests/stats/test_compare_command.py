@@ -109,7 +109,7 @@ def test_two_predicted_columns_of_one_file(cli, tmp_path):
     assert data["mean_a"] == a.mean() and data["mean_b"] == b.mean()
     assert (data["b_wins"], data["a_wins"]) == (int((b > a).sum()), int((a > b).sum()))
     assert data["description"].startswith("mode exact")
-    assert set(data["correlations"]) == {"A", "B"}
+    assert set(data["correlations"]) == {"A", "B", "B - A"}
 
 
 def test_two_files_of_texts_scored_first(cli, tmp_path):
@@ -357,3 +357,53 @@ def test_ten_exact_matches_of_ten_print_wilsons_interval_twice(cli, tmp_path):
     low = 1 / (1 + z * z / 10)  # Wilson's low end at 10 of 10: n / (n + z^2)
     assert f"mean score  1.0000 (95% CI {low:.4f} to 1.0000, Wilson score: every score is 0 or 1)" in err
     assert f"pass rate   100.0% (10 of 10 with score >= 1) (95% CI {low:.1%} to 100.0%)" in err
+
+
+def test_compare_gives_the_paired_differences_of_the_correlations(cli, tmp_path):
+    """With --label: B's Pearson and Spearman minus A's on the rows labelled in both, with intervals from
+    the same resamples of the rows for both runs (checked against loops in test_intervals.py); the
+    estimates against scipy's."""
+    from simkernel.stats import paired_difference_intervals
+
+    rng = np.random.default_rng(31)
+    n = 80
+    truth = rng.random(n)
+    labels = np.round(2 * truth + rng.normal(0, 0.3, n))
+    a = truth + rng.normal(0, 0.3, n)
+    b = truth + rng.normal(0, 0.1, n)
+    keys = [f"q{i}" for i in range(n)]
+    rows_a = [[k, repr(float(s)), repr(float(y))] for k, s, y in zip(keys, a, labels, strict=True)]
+    rows_b = [[k, repr(float(s)), repr(float(y))] for k, s, y in zip(keys, b, labels, strict=True)]
+    rows_b[3][2] = ""  # a row without B's label: left out of the difference
+    path_a = write_csv(tmp_path / "a.csv", ["id", "score", "label"], rows_a)
+    path_b = write_csv(tmp_path / "b.csv", ["id", "score", "label"], rows_b[::-1])
+    out = tmp_path / "c.json"
+    code, stdout, err = cli(
+        "compare",
+        path_a,
+        path_b,
+        "--key",
+        "id",
+        "--label",
+        "label",
+        "--resamples",
+        "1000",
+        "--output-json",
+        out,
+    )
+    assert code == 0, err
+    both = np.arange(n) != 3
+    found = paired_difference_intervals(a[both], labels[both], b[both], labels[both], resamples=1000, seed=0)
+    data = json.loads(out.read_text("utf-8"))["correlations"]["B - A"]
+    assert data["labelled_rows"] == n - 1
+    for name, stat in (("pearson", scipy.stats.pearsonr), ("spearman", scipy.stats.spearmanr)):
+        expected = stat(b[both], labels[both]).statistic - stat(a[both], labels[both]).statistic
+        assert data[name] == pytest.approx(expected, abs=1e-12)
+        assert data["intervals"][name] == found[name].as_dict()
+    r, rho = found["pearson"], found["spearman"]
+    assert r.low > 0  # B's less noisy scores follow the labels better
+    assert (
+        f"  vs labels   B - A: Pearson {r.estimate:+.4f} [{r.low:.4f}, {r.high:.4f}], Spearman "
+        f"{rho.estimate:+.4f} [{rho.low:.4f}, {rho.high:.4f}] (paired: the same resamples of the 79 rows "
+        "labelled in both)"
+    ) in stdout

@@ -45,6 +45,7 @@ __all__ = ["QUESTION_COLUMN", "Comparison", "Side", "compare_files", "question_c
 
 _LISTED = 10  # keys or lines named in an error
 QUESTION_COLUMN = "question"  # the column of the questions, when a file has one (no option names it)
+DIFFERENCE = "B - A"  # the correlations' key of the paired differences
 # options that only name columns or the format: they apply to scored files too (the report shows the texts)
 _DISPLAY = {"predicted", "ground_truth", "references", "input_format"}
 
@@ -153,8 +154,16 @@ class Comparison:
                     parts.append(f"{stat.capitalize()} n/a ({figures['labelled_rows']} labelled rows)")
                     continue
                 ci = brackets(found, why) if value is not None and not math.isnan(value) else ""
-                parts.append(f"{stat.capitalize()} {correlation_text(value)}{ci}")
-            out.append(f"  vs labels   {side_name}: {', '.join(parts)}")
+                shown = correlation_text(value)
+                if side_name == DIFFERENCE and value is not None and not math.isnan(value):
+                    shown = f"{value:+.4f}"
+                parts.append(f"{stat.capitalize()} {shown}{ci}")
+            where = (
+                f" (paired: the same resamples of the {figures['labelled_rows']:,} rows labelled in both)"
+                if side_name == DIFFERENCE
+                else ""
+            )
+            out.append(f"  vs labels   {side_name}: {', '.join(parts)}{where}")
         for title, rows in (("B ahead", r.b_better_rows), ("A ahead", r.a_better_rows)):
             if rows:
                 shown = ", ".join(f"{self.row_name(i)} ({float(r.differences[i]):+.4f})" for i in rows)
@@ -406,7 +415,28 @@ def _correlations(
             "intervals": intervals,
             "no_interval": reasons,
         }
+    if a.labels is not None and b.labels is not None:
+        both = ~np.isnan(a.labels) & ~np.isnan(b.labels)
+        if both.sum() >= 2:
+            out[DIFFERENCE] = _difference(a, b, both, resamples, seed)
     return out
+
+
+def _difference(a: Side, b: Side, both: np.ndarray, resamples: int, seed: int) -> dict[str, Any]:
+    """B's Pearson and Spearman minus A's on the rows labelled in both, with paired bootstrap intervals
+    (the same resamples of the rows for both runs)."""
+    from simkernel.stats.correlation import pearson, spearman
+    from simkernel.stats.intervals import paired_difference_intervals
+
+    xa, ya, xb, yb = a.scores[both], a.labels[both], b.scores[both], b.labels[both]  # type: ignore[index]
+    found = paired_difference_intervals(xa, ya, xb, yb, resamples=resamples, seed=seed)
+    return {
+        "labelled_rows": int(both.sum()),
+        "pearson": pearson(xb, yb) - pearson(xa, ya),
+        "spearman": spearman(xb, yb) - spearman(xa, ya),
+        "intervals": {name: v.as_dict() if v is not None else None for name, v in found.items()},
+        "no_interval": dict(found.reasons),
+    }
 
 
 def _labels(values: list[float | None] | None) -> np.ndarray | None:

@@ -403,7 +403,8 @@ equal row by row where both files have them. Keys missing from one side, duplica
 not the same questions, different row counts and a missing score column stop the run, naming the rows or
 columns; nothing is written.
 
-Reported: the mean of each, the mean paired difference with its 95% interval (BCa bootstrap over rows),
+Reported: the mean of each, the mean paired difference with its 95% interval (BCa bootstrap over rows;
+with --label also B - A of Pearson's and Spearman's correlations, both runs on the same resamples),
 the two-sided p-value of a paired sign-flip permutation test (exact under "A and B are exchangeable on
 every row", no assumption about the scores' distribution), wins / ties / losses at --tolerance, and the
 rows where the two differ most, both ways. docs/statistics.md gives the methods.

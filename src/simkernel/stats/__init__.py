@@ -30,6 +30,7 @@ _LAZY = {
     "Interval": "simkernel.stats.intervals",
     "bootstrap_intervals": "simkernel.stats.intervals",
     "mean_interval": "simkernel.stats.intervals",
+    "paired_difference_intervals": "simkernel.stats.intervals",
     "Intervals": "simkernel.stats.intervals",
     "bca_interval": "simkernel.stats.intervals",
     "wilson": "simkernel.stats.intervals",
@@ -50,6 +51,7 @@ __all__ = [
     "bootstrap_intervals",
     "mean_interval",
     "paired_comparison",
+    "paired_difference_intervals",
     "pearson",
     "spearman",
     "wilson",
@@ -64,6 +66,7 @@ if TYPE_CHECKING:  # pragma: no cover
         bca_interval,
         bootstrap_intervals,
         mean_interval,
+        paired_difference_intervals,
         wilson,
     )
     from simkernel.stats.paired import PairedComparison, paired_comparison

@@ -28,7 +28,8 @@ random split; the grouped jackknife estimates the same acceleration at a fixed c
 
 A resample whose correlation is undefined (every value drawn equal) is left out of that statistic's
 bootstrap distribution. The interval is None, and :class:`Intervals` ``.reasons`` says why, when the
-sample has fewer than 3 rows (2 for the mean), the estimate itself is undefined (a constant column), the
+sample has fewer than :data:`MIN_ROWS` rows (10: below it the coverage of a "95%" interval falls to 88% at 8
+rows and 71% at 3; benchmarks/interval_coverage.py), the estimate itself is undefined (a constant column), the
 values do not vary (the mean of a constant column: every resample gives the same mean, and a zero-width
 "interval" would claim a certainty the sample cannot give), more than half of the resamples have no
 correlation, or the bootstrap values do not vary (r = 1 in every resample); so an interval, where there is
@@ -72,6 +73,7 @@ __all__ = [
     "bca_interval",
     "bootstrap_intervals",
     "mean_interval",
+    "paired_difference_intervals",
     "resample_counts",
     "wilson",
 ]
@@ -79,6 +81,11 @@ __all__ = [
 STATISTICS = ("mean", "pearson", "spearman")
 BOOTSTRAP_METHOD = "BCa bootstrap"
 WILSON_METHOD = "Wilson score"
+# the fewest rows of a bootstrap interval: below it a "95%" interval covers far less (the mean of normal
+# data: 88% at 8 rows, 71% at 3; Pearson's r 60% at 3 rows), so none is given. 10 is the smallest sample
+# at which each interval covers at least 90% on normal data (the mean 90.2%, Pearson 94.1%, Spearman
+# 96.4%): benchmarks/interval_coverage.py, whose table docs/statistics.md publishes.
+MIN_ROWS = 10
 JACKKNIFE_GROUPS = 1000  # leave-one-out up to this many rows; grouped above
 POISSON_ROWS = 1000  # multinomial resamples up to this many rows; Poisson counts above
 _THREADED_CELLS = 1 << 22  # resamples x rows from which the statistics run on several threads
@@ -239,6 +246,8 @@ class _Sample:
     def __init__(self, x: np.ndarray, y: np.ndarray | None, wanted: Sequence[str]) -> None:
         self.wanted = list(wanted)
         order = np.argsort(x, kind="stable")
+        self.order = order  # sorted position -> row: a row of counts of the rows in their own order is
+        # counts[:, order] for this sample
         x = x[order]
         self.rows = x.size
         columns = [x]
@@ -375,17 +384,7 @@ def bootstrap_intervals(
     boot = _collect(sample, resample_counts(xs.size, resamples, seed), resamples * xs.size)
     jack = _collect(sample, _jackknife_weights(xs.size, seed))
     for name in todo:
-        values, jk = boot[name], jack[name]
-        finite = values[np.isfinite(values)]
-        jk = jk[np.isfinite(jk)]
-        if finite.size * 2 < resamples or jk.size < 2:
-            result.none(name, FEW_DISTINCT)
-            continue
-        if _flat(finite):  # e.g. r = 1 in every resample: nothing to put an interval on
-            result.none(name, FLAT_RESAMPLES)
-            continue
-        low, high = bca_interval(estimates[name], finite, jk, level)
-        result[name] = Interval(estimates[name], low, high, level, BOOTSTRAP_METHOD, resamples, seed)
+        _finish(result, name, estimates[name], boot[name], jack[name], resamples, seed, level)
     return result
 
 
@@ -393,14 +392,11 @@ def _no_interval(name: str, x: np.ndarray, estimate: float, resamples: int) -> s
     """Why the figure ``name`` of the sample ``x`` gets no bootstrap interval, or None when it gets one."""
     if resamples == 0:
         return NO_BOOTSTRAP
+    least = max(MIN_ROWS, 2 if name == "mean" else 3)  # a jackknife needs 2 rows, a correlation 3
+    if x.size < least:
+        return f"fewer than {least} rows"
     if name == "mean":
-        if x.size < 2:
-            return "fewer than 2 rows"
-        if x.min() == x.max():
-            return NO_VARIATION
-        return None
-    if x.size < 3:
-        return "fewer than 3 rows"
+        return NO_VARIATION if x.min() == x.max() else None
     if not math.isfinite(estimate):
         return NO_CORRELATION
     return None
@@ -438,7 +434,113 @@ def mean_interval(
     return bootstrap_intervals(x, statistics=("mean",), resamples=resamples, seed=seed, level=level)
 
 
-def _collect(sample: _Sample, chunks: Iterator[np.ndarray], cells: int = 0) -> dict[str, np.ndarray]:
+class _Pair:
+    """Two samples of the same rows (system A's and B's scores, each against its labels): each chunk of
+    counts, drawn for the rows in their own order, gives both samples' sums (each reads it in its own sorted
+    order), and the statistics are B's minus A's, resample by resample."""
+
+    def __init__(self, a: _Sample, b: _Sample) -> None:
+        self.a, self.b = a, b
+
+    def sums(self, counts: np.ndarray) -> np.ndarray:
+        return np.hstack([s.sums(np.ascontiguousarray(counts[:, s.order])) for s in (self.a, self.b)])
+
+    def statistics(self, sums: np.ndarray) -> dict[str, np.ndarray]:
+        width = _bootstrap.SUMS
+        a, b = self.a.statistics(sums[:, :width]), self.b.statistics(sums[:, width:])
+        return {name: b[name] - a[name] for name in a}
+
+
+def paired_difference_intervals(
+    x_a: Sequence[float] | np.ndarray,
+    y_a: Sequence[float] | np.ndarray,
+    x_b: Sequence[float] | np.ndarray,
+    y_b: Sequence[float] | np.ndarray,
+    *,
+    statistics: Sequence[str] = ("pearson", "spearman"),
+    resamples: int = DEFAULT_RESAMPLES,
+    seed: int = DEFAULT_SEED,
+    level: float = DEFAULT_LEVEL,
+) -> Intervals:
+    """BCa intervals of the paired differences B - A of Pearson's r and Spearman's rho (and the mean):
+    system A's scores ``x_a`` against its labels ``y_a`` and system B's ``x_b`` against ``y_b``, row ``i``
+    of each the same question. Each resample draws the rows once and both systems' figures are computed on
+    the rows it drew, so the interval keeps the pairing: the two correlations share most of their sampling
+    error (the same questions, often the same labels), which two separate intervals ignore (two overlapping
+    intervals are not a test that the correlations are alike). The estimate is ``figure(B) - figure(A)`` on
+    all the rows; the interval is None, with the reason in ``.reasons``, as in :func:`bootstrap_intervals`
+    (either figure undefined, too few rows, no variation among the resamples: e.g. A and B the same).
+
+    :raises ValueError: lengths that differ, a value that is not finite, an unknown statistic, a bad level,
+        ``resamples`` between 1 and 999.
+    """
+    wanted = list(dict.fromkeys(statistics))
+    unknown = [name for name in wanted if name not in STATISTICS]
+    if unknown:
+        raise ValueError(f"unknown statistic {unknown[0]!r}; choose from {', '.join(STATISTICS)}")
+    problem = resamples_problem(resamples)
+    if problem:
+        raise ValueError(f"resamples {problem}")
+    _check_level(level)
+    xa, ya, xb, yb = (
+        _finite(v, name) for v, name in ((x_a, "x_a"), (y_a, "y_a"), (x_b, "x_b"), (y_b, "y_b"))
+    )
+    if not xa.size == ya.size == xb.size == yb.size:
+        raise ValueError(
+            f"x_a, y_a, x_b and y_b must have one value per row; got {xa.size}, {ya.size}, {xb.size} and {yb.size}"
+        )
+    result = Intervals(dict.fromkeys(wanted))
+    estimates = {}
+    todo = []
+    for name in wanted:
+        ends = (_estimate(name, xa, ya), _estimate(name, xb, yb))
+        estimates[name] = ends[1] - ends[0]
+        reason = next(
+            (
+                r
+                for r in (_no_interval(name, x, e, resamples) for x, e in ((xa, ends[0]), (xb, ends[1])))
+                if r
+            ),
+            None,
+        )
+        if reason is not None:
+            result.none(name, reason)
+        else:
+            todo.append(name)
+    if not todo:
+        return result
+    pair = _Pair(_Sample(xa, ya, todo), _Sample(xb, yb, todo))
+    boot = _collect(pair, resample_counts(xa.size, resamples, seed), 2 * resamples * xa.size)
+    jack = _collect(pair, _jackknife_weights(xa.size, seed))
+    for name in todo:
+        _finish(result, name, estimates[name], boot[name], jack[name], resamples, seed, level)
+    return result
+
+
+def _finish(
+    result: Intervals,
+    name: str,
+    estimate: float,
+    values: np.ndarray,
+    jk: np.ndarray,
+    resamples: int,
+    seed: int,
+    level: float,
+) -> None:
+    """The BCa interval of ``name`` from its bootstrap and jackknife values into ``result``, or None and
+    why: more than half of the resamples undefined, or no variation among them."""
+    finite = values[np.isfinite(values)]
+    jk = jk[np.isfinite(jk)]
+    if finite.size * 2 < resamples or jk.size < 2:
+        result.none(name, FEW_DISTINCT)
+    elif _flat(finite):  # e.g. r = 1 in every resample: nothing to put an interval on
+        result.none(name, FLAT_RESAMPLES)
+    else:
+        low, high = bca_interval(estimate, finite, jk, level)
+        result[name] = Interval(estimate, low, high, level, BOOTSTRAP_METHOD, resamples, seed)
+
+
+def _collect(sample: _Sample | _Pair, chunks: Iterator[np.ndarray], cells: int = 0) -> dict[str, np.ndarray]:
     """The statistics of every resample of the chunks of counts, in order. The chunks are drawn here, in
     turn, and their sums computed on up to :func:`~simkernel.cpu_budget.available_cpus` threads (the kernel
     runs without the GIL) when there are ``cells`` (resamples x rows) enough to gain from it; the

@@ -56,7 +56,7 @@ class PairedComparison:
     ``n`` rows; ``mean_a``, ``mean_b`` with their intervals ``mean_a_interval``, ``mean_b_interval``
     (:func:`~simkernel.stats.intervals.mean_interval`: each run's own, marginal; the difference's is the
     one that compares them); ``difference``: the mean of ``b - a`` with its interval (None
-    with fewer than 2 rows, ``resamples=0`` or a ``b - a`` that is the same on every row: then only
+    with fewer than 10 rows (``MIN_ROWS``), ``resamples=0`` or a ``b - a`` that is the same on every row: then only
     ``mean_difference``, and ``no_interval["difference"]`` says why); ``p_value`` of the
     ``test`` with ``permutations`` sign patterns (``exact``: all of them); ``b_wins`` / ``ties`` /
     ``a_wins`` at ``tolerance``; ``b_better_rows`` / ``a_better_rows``: the indices of the rows where B
