@@ -21,6 +21,13 @@ teachers should know about the bootstrap", sec. 5.3): the interval's tails taken
 ``Phi(-sqrt(n / (n - 1)) t_(n-1, 0.975))`` instead of 2.5% (scipy's t quantile), i.e. the BCa interval at a
 wider level; not used by simkernel (docs/statistics.md says why).
 
+``--calibration`` measures instead the intervals of precision and recall that ``simkernel calibrate``
+gives at the threshold it chooses (Wilson's, on the rows the threshold was chosen on): each trial ``n``
+rows, half positive on average, the score ``N(0, 1)`` for a negative and ``N(1, 1)`` for a positive, the
+F1-best threshold ``t`` of :func:`simkernel.calibrate` on them, and the true precision and recall of
+"score >= t" from the normal distribution functions; the share of intervals that hold them, and the mean
+of the in-sample figure minus the true one (the optimism of choosing the threshold on the same rows).
+
 A cell is the share of the trials that got an interval whose interval holds the truth, and beside it the
 share of trials that got none (a correlation undefined in the sample or in most resamples: ties at 3 to 5
 rows). A coverage of 2,000 trials has a Monte Carlo standard error of 0.5 points at 95%. Prints a Markdown
@@ -90,13 +97,63 @@ def coverage(case: str, n: int, trials: int, resamples: int) -> dict[str, tuple[
     return {name: (hits[name], none[name]) for name in hits}
 
 
+def calibration(n: int, trials: int) -> tuple[float, float, float, float]:
+    """(coverage of the true precision, of the true recall, mean optimism of precision, of recall) of
+    calibrate's figures at its own threshold."""
+    from simkernel.batch.calibrate import figures_with_intervals
+    from simkernel.calibration import calibrate
+
+    rng = np.random.default_rng([2026, n, 9])
+    normal = scipy.stats.norm
+    held = {"precision": 0, "recall": 0}
+    optimism: dict[str, list[float]] = {"precision": [], "recall": []}
+    done = 0
+    while done < trials:
+        positive = rng.random(n) < 0.5
+        scores = rng.standard_normal(n) + positive
+        if positive.all() or not positive.any():
+            continue
+        done += 1
+        threshold = calibrate(scores, positive.astype(float), bootstrap=0).threshold
+        figures = figures_with_intervals(scores, positive.astype(float), positive, threshold, 0, 0)
+        tpr, fpr = normal.sf(threshold - 1.0), normal.sf(threshold)
+        truth = {"precision": tpr / (tpr + fpr), "recall": tpr}
+        for name, value in truth.items():
+            interval = figures["intervals"][name]
+            held[name] += interval is not None and interval["low"] <= value <= interval["high"]
+            optimism[name].append(figures[name] - value)
+    return (
+        held["precision"] / trials,
+        held["recall"] / trials,
+        float(np.mean(optimism["precision"])),
+        float(np.mean(optimism["recall"])),
+    )
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--trials", type=int, default=2000)
     parser.add_argument("--resamples", type=int, default=2000)
     parser.add_argument("--sizes", default="3,4,5,8,10,15,20,30,50,100")
+    parser.add_argument("--calibration", action="store_true", help="calibrate's precision and recall instead")
     args = parser.parse_args()
     sizes = [int(v) for v in args.sizes.split(",")]
+    today = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
+    if args.calibration:
+        started = time.perf_counter()
+        print(
+            "| rows | precision: coverage | recall: coverage | precision: in-sample - true | recall: in-sample - true |"
+        )
+        print("|---:|---:|---:|---:|---:|")
+        for n in sizes:
+            p, r, op, orr = calibration(n, args.trials)
+            print(f"| {n} | {100 * p:.1f}% | {100 * r:.1f}% | {op:+.3f} | {orr:+.3f} |", flush=True)
+        print(
+            f"\n{args.trials:,} seeded trials per row, Wilson's 95% intervals at the F1-best threshold; "
+            f"`python benchmarks/interval_coverage.py --calibration --trials {args.trials} --sizes {args.sizes}`, "
+            f"{today}; {time.perf_counter() - started:.0f} s"
+        )
+        return 0
     intervals.MIN_ROWS = 1  # measure below the minimum too
     started = time.perf_counter()
     columns = [(case, name) for name in (*STATISTICS, "mean, expanded") for case in CASES]
@@ -111,7 +168,6 @@ def main() -> int:
             share = f"{100 * hits / given:.1f}%" if given else "-"
             cells.append(share + (f" ({100 * none / args.trials:.0f}% none)" if none else ""))
         print(f"| {n} | " + " | ".join(cells) + " |", flush=True)
-    today = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
     print(
         f"\n{args.trials:,} seeded trials per cell, {args.resamples:,} resamples each, 95% intervals; "
         f"`python benchmarks/interval_coverage.py --trials {args.trials} --resamples {args.resamples} "

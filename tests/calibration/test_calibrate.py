@@ -221,3 +221,26 @@ def test_scores_no_better_than_chance_recommend_no_threshold():
     assert "  use it      simkernel score FILE --threshold" in "\n".join(
         report_lines(CalibrationReport(good, stats_of(scores, 1 - positive, 0.7), "d", "f.csv", 0, 0.0))
     )
+
+
+def test_the_figures_at_the_chosen_threshold_are_said_to_be_in_sample():
+    """Precision and recall at the threshold chosen on the same rows are optimistic and their intervals
+    conditional on it (benchmarks/interval_coverage.py --calibration): the report says so beside them."""
+    from simkernel.batch.calibrate import CalibrationReport, figures_with_intervals, report_lines
+    from simkernel.calibration.binary import stats_of
+
+    scores, labels = labelled(3, 120)
+    positive = labels >= 1
+    result = calibrate(scores, labels, bootstrap=0)
+    figures = figures_with_intervals(scores, labels, positive, result.threshold, 1000, 0)
+    report = CalibrationReport(result, stats_of(scores, positive, 0.7), "d", "f.csv", 0, 0.0, figures)
+    printed = report_lines(report)
+    at = next(
+        i for i, line in enumerate(printed) if line.startswith(f"  at {result.threshold:.4f} precision")
+    )
+    assert printed[at + 1] == (
+        "              in-sample: the threshold was chosen on these rows, so the figures at it are optimistic "
+        "and their intervals hold for this threshold only; score other labelled rows at it for an unbiased figure"
+    )
+    expected = precision_score(positive, scores >= result.threshold)
+    assert figures["precision"] == pytest.approx(expected, abs=1e-12)

@@ -20,7 +20,7 @@ from simkernel.batch.job import ScoreJob
 from simkernel.batch.rows import ChunkInputs, columns_of, read_inputs
 from simkernel.batch.score import check_mode_options, write_output_json
 from simkernel.batch.summary import brackets
-from simkernel.calibration.fit import DEFAULT_BOOTSTRAP, DEFAULT_SEED
+from simkernel.calibration.fit import DEFAULT_BOOTSTRAP, DEFAULT_SEED, IN_SAMPLE_NOTE
 from simkernel.errors import DataError, UsageError
 from simkernel.stats.defaults import DEFAULT_RESAMPLES, resamples_problem
 from simkernel.tables.whole import read_table
@@ -269,9 +269,10 @@ def report_lines(report: CalibrationReport) -> list[str]:
             f"  at {result.threshold:.4f} precision {figures['precision']:.4f}{ci('precision')}, "
             f"recall {figures['recall']:.4f}{ci('recall')}"
         )
+        out.append(f"              {IN_SAMPLE_NOTE}")
         if figures["resamples"]:
             out.append(
-                f"  intervals   95%: BCa bootstrap over rows ({figures['resamples']:,} resamples, seed {figures['seed']}; --resamples, --seed); precision and recall Wilson score"
+                f"  intervals   95%: BCa bootstrap over rows ({figures['resamples']:,} resamples, seed {figures['seed']}; --resamples, --seed); precision and recall Wilson score at the chosen threshold"
             )
     return out
 
