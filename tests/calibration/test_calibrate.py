@@ -69,7 +69,7 @@ def test_figures_match_scikit_learn_at_both_thresholds(seed):
 @given(
     st.lists(
         st.tuples(st.integers(-20, 20).map(lambda v: v / 20), st.booleans()), min_size=2, max_size=60
-    ).filter(lambda rows: 0 < sum(p for _, p in rows) < len(rows))
+    ).filter(lambda rows: 0 < sum(p for _, p in rows) < len(rows) and len({s for s, _ in rows}) > 1)
 )
 def test_f1_optimum_matches_an_exhaustive_search(rows):
     scores = np.array([s for s, _ in rows])
@@ -113,11 +113,11 @@ def test_positive_from_decides_the_classes():
 
 def test_bootstrap_interval_matches_an_independent_recomputation():
     scores, labels = labelled(11, 150)
-    result = calibrate(scores, labels, bootstrap=40, seed=7)
+    result = calibrate(scores, labels, bootstrap=1000, seed=7)
     positive = labels >= 1
     rng = np.random.default_rng(7)
     found = []
-    for _ in range(40):
+    for _ in range(1000):
         rows = rng.integers(0, 150, 150)
         s, p = scores[rows], positive[rows]
         distinct = np.unique(s)[::-1]  # highest first
@@ -131,15 +131,15 @@ def test_bootstrap_interval_matches_an_independent_recomputation():
 
 def test_bootstrap_is_seeded():
     scores, labels = labelled(5, 200)
-    first = calibrate(scores, labels, bootstrap=200, seed=1)
-    assert calibrate(scores, labels, bootstrap=200, seed=1).interval == first.interval
-    assert calibrate(scores, labels, bootstrap=200, seed=2).interval != first.interval
+    first = calibrate(scores, labels, bootstrap=1000, seed=1)
+    assert calibrate(scores, labels, bootstrap=1000, seed=1).interval == first.interval
+    assert calibrate(scores, labels, bootstrap=1000, seed=2).interval != first.interval
     assert calibrate(scores, labels, bootstrap=0).interval is None
 
 
 def test_to_dict_has_exactly_the_documented_keys_and_is_json():
     scores, labels = labelled(1, 100)
-    result = calibrate(scores, labels, bootstrap=20, model="m", precision_mode="int8")
+    result = calibrate(scores, labels, bootstrap=1000, model="m", precision_mode="int8")
     data = result.to_dict()
     assert list(data) == [
         "threshold",
@@ -149,6 +149,7 @@ def test_to_dict_has_exactly_the_documented_keys_and_is_json():
         "f1",
         "kappa",
         "youden_threshold",
+        "recommended",
         "positive_from",
         "n",
         "model",
@@ -178,9 +179,69 @@ def test_public_name():
         ([0.1, 0.2], [1, 1], {}, r"or change positive_from \(--positive-from on the command line"),
         ([0.1, 0.2], [0, 1], {"positive_from": "1"}, "positive_from must be a number"),
         ([0.1, 0.2], [0, 1], {"positive_from": math.inf}, "positive_from must be a finite number"),
-        ([0.1, 0.2], [0, 1], {"bootstrap": -1}, "bootstrap must be a whole number >= 0"),
+        (
+            [0.1, 0.2],
+            [0, 1],
+            {"bootstrap": -1},
+            r"bootstrap must be 0 \(no bootstrap interval\) or at least 1,000",
+        ),
     ],
 )
 def test_bad_input_is_named(scores, labels, options, message):
     with pytest.raises(ValueError, match=message.replace("[", r"\[").replace("]", r"\]")):
         calibrate(scores, labels, **options)
+
+
+def test_scores_that_do_not_vary_are_refused():
+    """Every score the same: no threshold splits them (the run recommended their value, with a
+    zero-width interval, and a 'use it' line)."""
+    with pytest.raises(ValueError, match="every one of the 10 scores is 0.5: no threshold can split them"):
+        calibrate([0.5] * 10, [0, 1] * 5)
+
+
+def test_scores_no_better_than_chance_recommend_no_threshold():
+    """Positives scored below every negative: the F1-best threshold calls every row positive, where
+    scikit-learn's kappa is 0 and the ROC's best J is 0; no threshold is recommended, and the report says so
+    in place of the 'use it' line."""
+    from simkernel.batch.calibrate import CalibrationReport, report_lines
+    from simkernel.calibration.binary import stats_of
+
+    positive = np.array([1, 1, 1, 1, 0, 0, 0, 0, 0, 0])
+    scores = np.linspace(0.1, 0.9, 10)  # the positives lowest
+    result = calibrate(scores, positive, bootstrap=0)
+    fpr, tpr, _ = roc_curve(positive, scores)
+    assert result.kappa == pytest.approx(cohen_kappa_score(positive, scores >= result.threshold)) == 0
+    assert result.youden.youden_j == pytest.approx(max(tpr - fpr)) == 0
+    assert result.recommended is False and result.to_dict()["recommended"] is False
+    report = CalibrationReport(result, stats_of(scores, positive, 0.7), "d", "f.csv", 0, 0.0)
+    printed = "\n".join(report_lines(report))
+    assert "use it" not in printed
+    assert "no threshold recommended: kappa 0.0000 at the F1-best threshold and Youden's J 0.0000" in printed
+    good = calibrate(scores, 1 - positive, bootstrap=0)
+    assert good.recommended and good.kappa > 0 and good.warning is None
+    assert "  use it      simkernel score FILE --threshold" in "\n".join(
+        report_lines(CalibrationReport(good, stats_of(scores, 1 - positive, 0.7), "d", "f.csv", 0, 0.0))
+    )
+
+
+def test_the_figures_at_the_chosen_threshold_are_said_to_be_in_sample():
+    """Precision and recall at the threshold chosen on the same rows are optimistic and their intervals
+    conditional on it (benchmarks/interval_coverage.py --calibration): the report says so beside them."""
+    from simkernel.batch.calibrate import CalibrationReport, figures_with_intervals, report_lines
+    from simkernel.calibration.binary import stats_of
+
+    scores, labels = labelled(3, 120)
+    positive = labels >= 1
+    result = calibrate(scores, labels, bootstrap=0)
+    figures = figures_with_intervals(scores, labels, positive, result.threshold, 1000, 0)
+    report = CalibrationReport(result, stats_of(scores, positive, 0.7), "d", "f.csv", 0, 0.0, figures)
+    printed = report_lines(report)
+    at = next(
+        i for i, line in enumerate(printed) if line.startswith(f"  at {result.threshold:.4f} precision")
+    )
+    assert printed[at + 1] == (
+        "              in-sample: the threshold was chosen on these rows, so the figures at it are optimistic "
+        "and their intervals hold for this threshold only; score other labelled rows at it for an unbiased figure"
+    )
+    expected = precision_score(positive, scores >= result.threshold)
+    assert figures["precision"] == pytest.approx(expected, abs=1e-12)

@@ -19,6 +19,7 @@ KEYS = [
     "f1",
     "kappa",
     "youden_threshold",
+    "recommended",
     "positive_from",
     "n",
     "model",
@@ -40,7 +41,7 @@ def test_sas_file_against_scikit_learn_on_independent_scores(cli, write, tmp_pat
     out = tmp_path / "calibration.json"
     result = cli(
         "calibrate", path, "--ground-truth", "answer1", "--predicted", "answer2", "--label", "label",
-        "--output-json", out, "--bootstrap", "200",
+        "--output-json", out, "--bootstrap", "1000",
     )  # fmt: skip
     assert result.code == 0, result.err
     data = json.loads(out.read_text("utf-8"))
@@ -70,7 +71,7 @@ def test_mixed_languages_and_positive_from(cli, minilm, tmp_path):
     out = tmp_path / "c.json"
     result = cli(
         "calibrate", EXAMPLES / "answers.csv", "--label", "label", "--positive-from", "2",
-        "--output-json", out, "--bootstrap", "50", "--precision", "int8",
+        "--output-json", out, "--bootstrap", "1000", "--precision", "int8",
     )  # fmt: skip
     assert result.code == 0, result.err
     data = json.loads(out.read_text("utf-8"))
@@ -134,10 +135,10 @@ def test_calibrate_file_returns_what_the_command_prints(cli, minilm, tmp_path):
         ((EXAMPLES / "references.jsonl", "--mode", "reference"), {"metric": "reference"}),
     ]:
         out = tmp_path / "cli.json"
-        result = cli("calibrate", *argv, "--label", "label", "--bootstrap", "100", "--output-json", out)
+        result = cli("calibrate", *argv, "--label", "label", "--bootstrap", "1000", "--output-json", out)
         assert result.code == 0, result.err
         report = simkernel.calibrate_file(
-            argv[0], label="label", bootstrap=100, output_json=tmp_path / "api.json", **kwargs
+            argv[0], label="label", bootstrap=1000, output_json=tmp_path / "api.json", **kwargs
         )
         assert isinstance(report.calibration, Calibration)
         assert (tmp_path / "api.json").read_bytes() == out.read_bytes()
@@ -184,3 +185,10 @@ def test_the_help_names_every_format_and_calibrate_reads_parquet(cli, minilm, tm
         assert result.code == 0, result.err
         reports.append(json.loads(out.read_text("utf-8")))
     assert reports[0] == reports[1]
+
+
+def test_a_file_whose_scores_do_not_vary_is_refused(cli, write, minilm):
+    path = write("same.csv", "ground_truth,predicted,label\n" + "Paris,Paris,2\nParis,Paris,0\n" * 5)
+    result = cli("calibrate", path, "--label", "label")
+    assert result.code == 1 and result.out == ""
+    assert f"{path}: every one of the 10 scores is 1: no threshold can split them" in result.err

@@ -19,9 +19,10 @@ from simkernel.batch.engines import score_in_chunks
 from simkernel.batch.job import ScoreJob
 from simkernel.batch.rows import ChunkInputs, columns_of, read_inputs
 from simkernel.batch.score import check_mode_options, write_output_json
-from simkernel.calibration.fit import DEFAULT_BOOTSTRAP, DEFAULT_SEED
+from simkernel.batch.summary import brackets
+from simkernel.calibration.fit import DEFAULT_BOOTSTRAP, DEFAULT_SEED, IN_SAMPLE_NOTE
 from simkernel.errors import DataError, UsageError
-from simkernel.stats.defaults import DEFAULT_RESAMPLES
+from simkernel.stats.defaults import DEFAULT_RESAMPLES, resamples_problem
 from simkernel.tables.table_format import check_output_paths
 from simkernel.tables.whole import read_table
 
@@ -91,10 +92,12 @@ def calibrate_file(
 
     :param input: a CSV, TSV, JSONL or Parquet file (by extension, or ``input_format=``), ``"-"``: stdin.
     :param metric: a metric that runs a model (``"sas"``, ``"reference"``, or a plugin's).
-    :param bootstrap: resamples for the threshold's 95% interval (0: none); ``seed`` theirs.
+    :param bootstrap: resamples for the threshold's 95% interval (0: none, else at least 1,000); ``seed``
+        theirs.
     :param output_json: also write ``report.as_dict()`` to this path.
     :param resamples: bootstrap resamples of the figures' 95% intervals (the mean score, Pearson,
-        Spearman; ``seed`` theirs too; 0: none); precision and recall get Wilson's interval.
+        Spearman; ``seed`` theirs too; 0: none, else at least 1,000); precision and recall get Wilson's
+        interval.
     :param report: also write an HTML report with charts to this path (the plot extra).
     :param progress: show the progress bar on a terminal.
     :param options: the columns and settings, named as ``simkernel calibrate``'s options
@@ -111,8 +114,10 @@ def calibrate_file(
         from simkernel.batch.report import require_plotting
 
         require_plotting()  # a missing extra is named before any work
-    if isinstance(resamples, bool) or not isinstance(resamples, int) or resamples < 0:
-        raise UsageError(f"--resamples must be a whole number >= 0 (0: no bootstrap), got {resamples!r}")
+    for name, value in (("--resamples", resamples), ("--bootstrap", bootstrap)):
+        problem = resamples_problem(value)
+        if problem:
+            raise UsageError(f"{name} {problem}")
     check_output_paths({"--output-json": output_json, "--report": report}, [os.fspath(input)])
     job = ScoreJob(file=os.fspath(input), mode=metric, label=label, quiet=not progress, **options)
     if not job.metric.loads_model:
@@ -185,31 +190,29 @@ def figures_with_intervals(
     against the labels (BCa bootstrap over rows), precision and recall at ``threshold`` (Wilson's)."""
     import numpy as np
 
-    from simkernel.stats.intervals import bootstrap_intervals, wilson
+    from simkernel.stats.correlation import pearson, spearman
+    from simkernel.stats.intervals import bootstrap_intervals, mean_interval, wilson
 
     x = np.asarray(scores, dtype=np.float64)
     y = np.asarray(labels, dtype=np.float64)
     truth = np.asarray(positive, dtype=bool)
-    found = bootstrap_intervals(x, y, resamples=resamples, seed=seed)
+    found = bootstrap_intervals(x, y, statistics=("pearson", "spearman"), resamples=resamples, seed=seed)
+    mean = mean_interval(x, resamples=resamples, seed=seed)
     predicted = x >= threshold
     tp = int(np.count_nonzero(predicted & truth))
     rates = {"precision": wilson(tp, int(predicted.sum())), "recall": wilson(tp, int(truth.sum()))}
     figures: dict[str, Any] = {
         "mean_score": float(x.mean()),
-        "pearson": found["pearson"].estimate if found["pearson"] else None,
-        "spearman": found["spearman"].estimate if found["spearman"] else None,
+        "pearson": pearson(x, y),
+        "spearman": spearman(x, y),
         "precision": tp / int(predicted.sum()) if predicted.any() else 0.0,
         "recall": tp / int(truth.sum()),
         "threshold": threshold,
         "resamples": resamples,
         "seed": seed,
     }
-    if figures["pearson"] is None:
-        from simkernel.stats.correlation import pearson, spearman
-
-        figures["pearson"], figures["spearman"] = pearson(x, y), spearman(x, y)
     intervals = {
-        "mean_score": found["mean"],
+        "mean_score": mean["mean"],
         "pearson": found["pearson"],
         "spearman": found["spearman"],
         **rates,
@@ -217,6 +220,10 @@ def figures_with_intervals(
     figures["intervals"] = {
         name: value.as_dict() if value is not None else None for name, value in intervals.items()
     }
+    reasons = {"mean_score": mean.reasons.get("mean"), **found.reasons}
+    if rates["precision"] is None:
+        reasons["precision"] = "no row scored at or above the threshold"
+    figures["no_interval"] = {name: reason for name, reason in reasons.items() if reason is not None}
     return figures
 
 
@@ -244,28 +251,32 @@ def report_lines(report: CalibrationReport) -> list[str]:
     out.append(f"              {_figures(result.youden)}")
     out.append(f"  fixed {FIXED_THRESHOLD:g}   eval_lib's default, for comparison")
     out.append(f"              {_figures(fixed)}")
-    out.append(f"  use it      simkernel score FILE --threshold {result.threshold:.4f}")
+    if result.recommended:
+        out.append(f"  use it      simkernel score FILE --threshold {result.threshold:.4f}")
+    else:
+        out.append(f"  no threshold recommended: {result.warning}")
     figures = report.figures
     if figures:
-        found = figures["intervals"]
-        out.append(f"  mean score  {figures['mean_score']:.4f}{_ci(found['mean_score'])}")
+        found, why = figures["intervals"], figures.get("no_interval", {})
+
+        def ci(name: str) -> str:
+            return brackets(found[name], why.get(name))
+
+        out.append(f"  mean score  {figures['mean_score']:.4f}{ci('mean_score')}")
         out.append(
-            f"  vs labels   Pearson {_value(figures['pearson'])}{_ci(found['pearson'])}, "
-            f"Spearman {_value(figures['spearman'])}{_ci(found['spearman'])}"
+            f"  vs labels   Pearson {_value(figures['pearson'])}{ci('pearson')}, "
+            f"Spearman {_value(figures['spearman'])}{ci('spearman')}"
         )
         out.append(
-            f"  at {result.threshold:.4f} precision {figures['precision']:.4f}{_ci(found['precision'])}, "
-            f"recall {figures['recall']:.4f}{_ci(found['recall'])}"
+            f"  at {result.threshold:.4f} precision {figures['precision']:.4f}{ci('precision')}, "
+            f"recall {figures['recall']:.4f}{ci('recall')}"
         )
+        out.append(f"              {IN_SAMPLE_NOTE}")
         if figures["resamples"]:
             out.append(
-                f"  intervals   95%: BCa bootstrap over rows ({figures['resamples']:,} resamples, seed {figures['seed']}; --resamples, --seed); precision and recall Wilson score"
+                f"  intervals   95%: BCa bootstrap over rows ({figures['resamples']:,} resamples, seed {figures['seed']}; --resamples, --seed); precision and recall Wilson score at the chosen threshold"
             )
     return out
-
-
-def _ci(interval: dict[str, Any] | None) -> str:
-    return f" [{interval['low']:.4f}, {interval['high']:.4f}]" if interval else ""
 
 
 def _value(value: float | None) -> str:

@@ -11,7 +11,11 @@ Three inputs, all read whole and checked before anything is scored or written:
 
 A key missing from one side, a key twice in a file, a key cell that is empty, different row counts without
 a key, a missing score column or a score that is not a finite number stops the run with one
-:class:`~simkernel.errors.DataError` naming the rows or columns; nothing is written. The comparison is
+:class:`~simkernel.errors.DataError` naming the rows or columns; nothing is written. Without a key the
+rows pair in order, and the text columns that say which question a row is (:func:`question_columns`: the
+question, ground truth and references columns, as named by the options or by default, that both files
+have; never the predicted answers, which differ between systems) must then be equal row by row: the first
+row where they differ stops the run, naming both lines and suggesting ``--key``. The comparison is
 :func:`simkernel.stats.paired_comparison` (the mean paired difference with its BCa interval, the paired
 sign-flip permutation test, wins / ties / losses at ``tolerance``, the rows that differ most).
 """
@@ -29,18 +33,20 @@ import numpy as np
 
 from simkernel.batch.engines import score_in_chunks
 from simkernel.batch.job import ScoreJob
-from simkernel.batch.rows import columns_of, read_inputs
+from simkernel.batch.rows import DEFAULT_COLUMNS, RowProblems, columns_of, parse_label, read_inputs
 from simkernel.batch.score import check_mode_options, write_output_json
-from simkernel.batch.summary import json_plain
+from simkernel.batch.summary import brackets, correlation_text, json_plain
 from simkernel.errors import DataError, UsageError
-from simkernel.stats.defaults import DEFAULT_RESAMPLES, DEFAULT_SEED
-from simkernel.tables.formats import Table
+from simkernel.stats.defaults import DEFAULT_LEVEL, DEFAULT_RESAMPLES, DEFAULT_SEED, resamples_problem
+from simkernel.tables.formats import Table, table_format
 from simkernel.tables.table_format import check_output_paths
 from simkernel.tables.whole import read_table
 
-__all__ = ["Comparison", "Side", "compare_files"]
+__all__ = ["QUESTION_COLUMN", "Comparison", "Side", "compare_files", "question_columns"]
 
 _LISTED = 10  # keys or lines named in an error
+QUESTION_COLUMN = "question"  # the column of the questions, when a file has one (no option names it)
+DIFFERENCE = "B - A"  # the correlations' key of the paired differences
 # options that only name columns or the format: they apply to scored files too (the report shows the texts)
 _DISPLAY = {"predicted", "ground_truth", "references", "input_format"}
 
@@ -74,6 +80,15 @@ class Comparison:
     elapsed_s: float
     resamples: int
     seed: int
+    checked: list[str] | None = None  # two files without a key: the columns found equal row by row
+
+    def pairing(self) -> str:
+        """How the rows were paired: joined on the key, or in order (and which columns were checked)."""
+        if self.key is not None:
+            return f"joined on {self.key!r}"
+        if self.checked is None:
+            return "row by row: two answer columns of one file"
+        return pairing_text(self.checked)
 
     def row_name(self, index: int) -> str:
         if self.key is not None:
@@ -85,6 +100,7 @@ class Comparison:
             "a": self.a.name,
             "b": self.b.name,
             "key": self.key,
+            "checked_columns": self.checked,
             "description": self.description,
         }
         data.update(self.result.as_dict())
@@ -106,13 +122,22 @@ class Comparison:
     def lines(self) -> list[str]:
         r = self.result
         out = [f"simkernel compare: {r.n:,} rows, A = {self.a.name}, B = {self.b.name}"]
+        if self.key is None and self.checked is not None:
+            out.append(f"  paired      {self.pairing()}")
         if self.description:
             out.append(f"  scored by   {self.description}")
-        out.append(f"  mean        A {r.mean_a:.4f}, B {r.mean_b:.4f}")
+        means = [
+            f"{side} {value:.4f}{brackets(found.as_dict() if found else None, r.no_interval.get(name))}"
+            for side, name, value, found in (
+                ("A", "mean_a", r.mean_a, r.mean_a_interval),
+                ("B", "mean_b", r.mean_b, r.mean_b_interval),
+            )
+        ]
+        out.append(f"  mean        {', '.join(means)}")
         interval = (
             f" ({r.difference.text()}, {r.difference.method}, {self.resamples:,} resamples, seed {self.seed})"
             if r.difference is not None
-            else ""
+            else f" ({DEFAULT_LEVEL:.0%} CI n/a: {r.no_interval['difference']})"
         )
         out.append(f"  B - A       {r.mean_difference:+.4f}{interval}")
         kind = "exact, all sign patterns" if r.exact else f"{r.permutations:,} random sign patterns"
@@ -125,13 +150,21 @@ class Comparison:
             for stat in ("pearson", "spearman"):
                 value = figures.get(stat)
                 found = (figures.get("intervals") or {}).get(stat)
-                ci = f" [{found['low']:.4f}, {found['high']:.4f}]" if found else ""
-                parts.append(
-                    f"{stat.capitalize()} {value:.4f}{ci}"
-                    if value is not None
-                    else f"{stat.capitalize()} n/a"
-                )
-            out.append(f"  vs labels   {side_name}: {', '.join(parts)}")
+                why = (figures.get("no_interval") or {}).get(stat)
+                if figures["labelled_rows"] < 2:
+                    parts.append(f"{stat.capitalize()} n/a ({figures['labelled_rows']} labelled rows)")
+                    continue
+                ci = brackets(found, why) if value is not None and not math.isnan(value) else ""
+                shown = correlation_text(value)
+                if side_name == DIFFERENCE and value is not None and not math.isnan(value):
+                    shown = f"{value:+.4f}"
+                parts.append(f"{stat.capitalize()} {shown}{ci}")
+            where = (
+                f" (paired: the same resamples of the {figures['labelled_rows']:,} rows labelled in both)"
+                if side_name == DIFFERENCE
+                else ""
+            )
+            out.append(f"  vs labels   {side_name}: {', '.join(parts)}{where}")
         for title, rows in (("B ahead", r.b_better_rows), ("A ahead", r.a_better_rows)):
             if rows:
                 shown = ", ".join(f"{self.row_name(i)} ({float(r.differences[i]):+.4f})" for i in rows)
@@ -164,7 +197,7 @@ def compare_files(
 
     :param a: run A's file (CSV, TSV, JSONL or Parquet); with ``predicted_b`` the one file of both runs.
     :param b: run B's file (None with ``predicted_b``).
-    :param key: join the files' rows on this column (None: pair them in order).
+    :param key: join the files' rows on this column (None: pair them in order, the question columns checked).
     :param score_column: the scores' column in each file (ignored when texts are scored).
     :param score: score both files' texts with ``metric`` first.
     :param predicted_b: one file: the column of B's answers (``predicted=``: A's, default ``predicted``).
@@ -190,8 +223,9 @@ def compare_files(
         from simkernel.batch.report import require_plotting
 
         require_plotting()
-    if isinstance(resamples, bool) or not isinstance(resamples, int) or resamples < 0:
-        raise UsageError(f"--resamples must be a whole number >= 0 (0: no bootstrap), got {resamples!r}")
+    problem = resamples_problem(resamples)
+    if problem:
+        raise UsageError(f"--resamples {problem}")
     if not math.isfinite(tolerance) or tolerance < 0:
         raise UsageError(f"--tolerance must be a number >= 0, got {tolerance!r}")
     sources = [os.fspath(path) for path in (a, b) if path is not None]
@@ -209,6 +243,7 @@ def compare_files(
     if job is not None:
         check_mode_options(job)
     description = None
+    checked: list[str] | None = None
     if predicted_b is not None:
         assert job is not None
         table = read_table(job.file, fmt)
@@ -246,6 +281,7 @@ def compare_files(
                     f"{tables[0].source} has {len(tables[0])} rows and {tables[1].source} has {len(tables[1])}; give --key COLUMN to join the rows on a column, or compare runs of the same rows"
                 )
             order = list(range(len(tables[1])))
+            checked = _check_same_questions(tables[0], tables[1], question_columns(options))
         if scoring:
             assert job is not None
             jobs = [ScoreJob(**{**job.as_options(), "file": table.source}) for table in tables]
@@ -279,7 +315,16 @@ def compare_files(
     )
     correlations = _correlations(side_a, side_b, label, resamples, seed)
     comparison = Comparison(
-        result, side_a, side_b, key, description, correlations, time.perf_counter() - started, resamples, seed
+        result,
+        side_a,
+        side_b,
+        key,
+        description,
+        correlations,
+        time.perf_counter() - started,
+        resamples,
+        seed,
+        checked,
     )
     if output_json is not None:
         write_output_json(comparison.as_dict(), os.fspath(output_json))
@@ -288,6 +333,58 @@ def compare_files(
 
         write_compare_report(comparison, os.fspath(report), label, {**options, "mode": metric})
     return comparison
+
+
+def question_columns(options: dict[str, Any]) -> list[str]:
+    """The columns that say which question a row is, as ``options`` name them (or by default): the question
+    (:data:`QUESTION_COLUMN`), the ground truth, the references. Not the predicted answers: two systems'
+    answers to one question differ."""
+    names = [
+        QUESTION_COLUMN,
+        options.get("ground_truth") or DEFAULT_COLUMNS["ground_truth"],
+        options.get("references") or DEFAULT_COLUMNS["references"],
+    ]
+    predicted = options.get("predicted") or DEFAULT_COLUMNS["predicted"]
+    return [name for name in dict.fromkeys(names) if name != predicted]
+
+
+def pairing_text(checked: list[str]) -> str:
+    """How rows paired in order were checked, for the printed result and the report."""
+    if checked:
+        return f"in order; {', '.join(repr(c) for c in checked)} equal on every row"
+    return (
+        f"in order, unchecked: the files share none of the columns {QUESTION_COLUMN!r}, "
+        f"{DEFAULT_COLUMNS['ground_truth']!r} or {DEFAULT_COLUMNS['references']!r} "
+        "(--ground-truth, --references); give --key COLUMN to join the rows on an id"
+    )
+
+
+def _check_same_questions(a: Table, b: Table, candidates: list[str]) -> list[str]:
+    """Rows paired in order must be the same questions: each of ``candidates`` that both files have must be
+    equal row by row (DataError naming the first row that differs). Returns the columns checked."""
+    shared = [name for name in candidates if name in a.columns and name in b.columns]
+    differ = [
+        i
+        for i, (row_a, row_b) in enumerate(zip(a.rows, b.rows, strict=True))
+        if any(_cell_text(row_a.get(name)) != _cell_text(row_b.get(name)) for name in shared)
+    ]
+    if differ:
+        i = differ[0]
+        name = next(c for c in shared if _cell_text(a.rows[i].get(c)) != _cell_text(b.rows[i].get(c)))
+        found_a, found_b = _short(a.rows[i].get(name)), _short(b.rows[i].get(name))
+        raise DataError(
+            f"without --key the rows pair in order, but {a.source} line {a.line_numbers[i]} and {b.source} line {b.line_numbers[i]} differ in {name!r} ({found_a} against {found_b}; {len(differ)} of {len(a)} rows differ): give --key COLUMN to join the rows on a column that names each question (an id), or put both files' rows in one order"
+        )
+    return shared
+
+
+def _cell_text(value: Any) -> str:
+    return _key_text(value).strip() if value is not None else ""
+
+
+def _short(value: Any, limit: int = 40) -> str:
+    text = _cell_text(value)
+    return repr(text if len(text) <= limit else text[: limit - 1] + "…")
 
 
 def _correlations(
@@ -309,16 +406,40 @@ def _correlations(
                 "pearson": None,
                 "spearman": None,
                 "intervals": None,
+                "no_interval": {},
             }
             continue
         x, y = side.scores[keep], side.labels[keep]
+        intervals, reasons = figure_intervals(side.scores, keep, y, resamples, seed)
         out[name] = {
             "labelled_rows": int(keep.sum()),
             "pearson": pearson(x, y),
             "spearman": spearman(x, y),
-            "intervals": figure_intervals(side.scores, keep, y, resamples, seed),
+            "intervals": intervals,
+            "no_interval": reasons,
         }
+    if a.labels is not None and b.labels is not None:
+        both = ~np.isnan(a.labels) & ~np.isnan(b.labels)
+        if both.sum() >= 2:
+            out[DIFFERENCE] = _difference(a, b, both, resamples, seed)
     return out
+
+
+def _difference(a: Side, b: Side, both: np.ndarray, resamples: int, seed: int) -> dict[str, Any]:
+    """B's Pearson and Spearman minus A's on the rows labelled in both, with paired bootstrap intervals
+    (the same resamples of the rows for both runs)."""
+    from simkernel.stats.correlation import pearson, spearman
+    from simkernel.stats.intervals import paired_difference_intervals
+
+    xa, ya, xb, yb = a.scores[both], a.labels[both], b.scores[both], b.labels[both]  # type: ignore[index]
+    found = paired_difference_intervals(xa, ya, xb, yb, resamples=resamples, seed=seed)
+    return {
+        "labelled_rows": int(both.sum()),
+        "pearson": pearson(xb, yb) - pearson(xa, ya),
+        "spearman": spearman(xb, yb) - spearman(xa, ya),
+        "intervals": {name: v.as_dict() if v is not None else None for name, v in found.items()},
+        "no_interval": dict(found.reasons),
+    }
 
 
 def _labels(values: list[float | None] | None) -> np.ndarray | None:
@@ -415,16 +536,16 @@ def _label_column(table: Table, column: str) -> np.ndarray:
             f"{table.source} has no label column {column!r} (columns found: {_found(table)}); fix --label"
         )
     values = np.full(len(table), math.nan)
+    problems = RowProblems(table.source, table_format(table.format).unit)
     for index, (row, line) in enumerate(zip(table.rows, table.line_numbers, strict=True)):
-        value = row.get(column)
-        if value is None or isinstance(value, str) and not value.strip():
+        try:
+            number = parse_label(row.get(column), column)
+        except ValueError as exc:
+            problems.add(line, str(exc))
             continue
-        number = _number(value)
-        if number is None:
-            raise DataError(
-                f"{table.source} line {line}: label column {column!r} holds {value!r}, not a number; labels must be numeric"
-            )
-        values[index] = number
+        if number is not None:
+            values[index] = number
+    problems.raise_if_any()
     return values
 
 

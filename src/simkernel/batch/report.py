@@ -213,13 +213,13 @@ def write_compare_report(comparison: Any, path: str, label: str | None, options:
     page = Page(
         "simkernel compare: is B better than A?",
         f"A = {a.name}, B = {b.name}; {r.n:,} rows"
-        + (f", joined on {comparison.key}" if comparison.key else ", paired in order"),
+        + (f", joined on {comparison.key}" if comparison.key else f", paired {comparison.pairing()}"),
         data,
     )
     rows = [
         Figure("rows", "n", r.n),
-        Figure("mean A", "mean_a", r.mean_a),
-        Figure("mean B", "mean_b", r.mean_b),
+        Figure("mean A", "mean_a", r.mean_a, data["mean_a_interval"], "mean_a_interval"),
+        Figure("mean B", "mean_b", r.mean_b, data["mean_b_interval"], "mean_b_interval"),
         Figure(
             "mean B - A",
             "mean_difference",
@@ -307,6 +307,8 @@ def write_compare_report(comparison: Any, path: str, label: str | None, options:
 def write_calibrate_report(report: Any, path: str, texts: dict[str, Any]) -> None:
     """The report of one ``simkernel calibrate`` run (``report`` a CalibrationReport; ``texts``: the
     labelled rows, their lines, the text columns and the label column's name)."""
+    from simkernel.calibration.fit import IN_SAMPLE_NOTE
+
     result = report.calibration
     data = report.as_dict()
     figures = data["figures"] or {}
@@ -329,16 +331,16 @@ def write_calibrate_report(report: Any, path: str, texts: dict[str, Any]) -> Non
     rows = [
         Figure("labelled rows", "n", result.n),
         Figure("F1-best threshold", "threshold", result.threshold, interval, "figures.intervals.threshold"),
-        Figure("F1 at it", "f1", result.f1),
+        Figure("F1 at it (in-sample)", "f1", result.f1),
         Figure(
-            "precision at it",
+            "precision at it (in-sample)",
             "figures.precision",
             figures.get("precision"),
             found.get("precision"),
             "figures.intervals.precision",
         ),
         Figure(
-            "recall at it",
+            "recall at it (in-sample)",
             "figures.recall",
             figures.get("recall"),
             found.get("recall"),
@@ -369,11 +371,12 @@ def write_calibrate_report(report: Any, path: str, texts: dict[str, Any]) -> Non
         ),
     ]
     resamples = figures.get("resamples", 0)
+    warning = "" if result.recommended else f"No threshold recommended: {result.warning}. "
     page.figures(
         "Figures",
         rows,
-        note=f"95% intervals: the mean and the correlations BCa bootstrap over rows ({resamples:,} resamples, "
-        f"seed {figures.get('seed', 0)}); precision and recall Wilson score; the threshold's: calibrate's percentile bootstrap",
+        note=f"{warning}95% intervals: the mean and the correlations BCa bootstrap over rows ({resamples:,} resamples, "
+        f"seed {figures.get('seed', 0)}); precision and recall Wilson score at the threshold ({IN_SAMPLE_NOTE}); the threshold's: calibrate's percentile bootstrap",
     )
     scores = np.asarray(report.scores, dtype=np.float64)
     labels = np.asarray(report.labels, dtype=np.float64)

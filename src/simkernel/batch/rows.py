@@ -242,8 +242,18 @@ def _text_list(
 
 
 def _label(row: dict, column: str, line: int, problems: RowProblems) -> float | None:
-    """A human label as a float; None for an empty cell or null (the row is scored, not correlated)."""
-    value = row.get(column)
+    try:
+        return parse_label(row.get(column), column)
+    except ValueError as exc:
+        problems.add(line, str(exc))
+        return None
+
+
+def parse_label(value: Any, column: str) -> float | None:
+    """A human label as a float, the one rule of ``score``, ``calibrate`` and ``compare``: a number or
+    numeric text; a JSON boolean as 1 / 0; None for an empty cell or null (the row has no label: it is
+    scored, not correlated). Anything else raises ValueError naming the column and the value: text, and
+    NaN or an infinity (never read as a missing label: leave the cell empty for that)."""
     if value is None or isinstance(value, str) and not value.strip():
         return None
     if isinstance(value, bool):
@@ -251,6 +261,11 @@ def _label(row: dict, column: str, line: int, problems: RowProblems) -> float | 
     try:
         number = float(value)
     except (TypeError, ValueError):
-        problems.add(line, f"label column {column!r} holds {value!r}, not a number; labels must be numeric")
-        return None
-    return number if math.isfinite(number) else None
+        raise ValueError(
+            f"label column {column!r} holds {value!r}, not a number; labels must be numeric"
+        ) from None
+    if not math.isfinite(number):
+        raise ValueError(
+            f"label column {column!r} holds {value!r}, not a finite number; leave the cell empty for a row without a label"
+        )
+    return number

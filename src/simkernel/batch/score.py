@@ -39,6 +39,7 @@ from simkernel.batch.survey import (
 from simkernel.batch.thresholds import resolve_cli_threshold
 from simkernel.errors import DataError, Interrupted, UsageError
 from simkernel.scoring.notes import english_only_note, no_references_note
+from simkernel.stats.defaults import resamples_problem
 from simkernel.tables.file_sets import is_file_set
 from simkernel.tables.formats import format_of, require_format_support, rows_at_most, table_format
 from simkernel.tables.partial import PartialOutput, print_notice
@@ -127,8 +128,9 @@ def _check_options(args: ScoreJob) -> None:
     check_mode_options(args)
     if not args.score_column.strip():
         raise UsageError("--score-column must be a non-empty name")
-    if isinstance(args.resamples, bool) or not isinstance(args.resamples, int) or args.resamples < 0:
-        raise UsageError(f"--resamples must be a whole number >= 0 (0: no bootstrap), got {args.resamples!r}")
+    problem = resamples_problem(args.resamples)
+    if problem:
+        raise UsageError(f"--resamples {problem}")
     if isinstance(args.seed, bool) or not isinstance(args.seed, int) or args.seed < 0:
         raise UsageError(f"--seed must be a whole number >= 0, got {args.seed!r}")
     if args.engine != "ray" and (args.address is not None or args.workers is not None):

@@ -7,10 +7,12 @@ rows, mean score, pass rate (where a threshold applies), Pearson and Spearman co
 human labels (rows without a label are scored but left out of the correlation, and the summary says
 how many), time taken (in all, loading the model, scoring) and rows scored per second (scoring time only).
 
-Every figure has its 95% interval (``intervals``, :mod:`simkernel.stats.intervals`): the mean and the
-correlations a seeded BCa bootstrap over rows (``resamples``, default 10,000, and ``seed``; 0 resamples:
-none), the pass rate Wilson's score interval. The correlations' resamples are those of the labelled rows
-(the mean's too when every row has a label).
+Every figure has its 95% interval (``intervals``, :mod:`simkernel.stats.intervals`), each column's too:
+the mean and the correlations a seeded BCa bootstrap over rows (``resamples``, default 10,000, and
+``seed``; 0 resamples: none), the pass rate Wilson's score interval, and so is the mean of scores that are
+all 0 or 1 (a proportion: :func:`~simkernel.stats.intervals.mean_interval`). The correlations' resamples are
+those of the labelled rows. Where a figure has no interval, ``no_interval`` says why (figure -> reason),
+and the printed line says ``n/a`` with the reason.
 """
 
 from __future__ import annotations
@@ -29,9 +31,10 @@ from simkernel.stats.intervals import (
     DEFAULT_LEVEL,
     DEFAULT_RESAMPLES,
     DEFAULT_SEED,
+    NO_BOOTSTRAP,
     WILSON_METHOD,
-    Interval,
     bootstrap_intervals,
+    mean_interval,
     wilson,
 )
 
@@ -45,6 +48,7 @@ class ColumnSummary:
     pearson: float | None
     spearman: float | None
     intervals: dict[str, dict[str, Any] | None] | None = None
+    no_interval: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -71,6 +75,8 @@ class Summary:
     intervals: dict[str, dict[str, Any] | None] = field(default_factory=dict)
     resamples: int = DEFAULT_RESAMPLES
     seed: int = DEFAULT_SEED
+    # figure -> why it has no interval (only the figures of ``intervals`` that are None)
+    no_interval: dict[str, str] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready: NaN (an undefined correlation) becomes null; ``primary_column`` and ``columns``
@@ -86,34 +92,42 @@ class Summary:
             out.append("  nothing to score: the input has a header but no rows")
         if self.mean_score is not None:
             primary = f" ({self.primary_column})" if self.columns is not None else ""
-            out.append(f"  mean score  {self.mean_score:.4f}{primary}{_ci(self.intervals.get('mean_score'))}")
+            mean_ci = _ci(self.intervals.get("mean_score"), self.no_interval.get("mean_score"))
+            out.append(f"  mean score  {self.mean_score:.4f}{primary}{mean_ci}")
         if self.threshold is not None and self.passed is not None:
             rate = self.passed / self.rows if self.rows else 0.0
             out.append(
                 f"  pass rate   {rate:.1%} ({self.passed} of {self.rows} with score >= {self.threshold:g})"
-                f"{_ci(self.intervals.get('pass_rate'), percent=True)}"
+                f"{_ci(self.intervals.get('pass_rate'), self.no_interval.get('pass_rate'), percent=True)}"
             )
         if self.label_column is not None:
             if self.labelled_rows:
                 out.append(
-                    f"  vs {self.label_column!r}  Pearson {_fmt(self.pearson)}, "
-                    f"Spearman {_fmt(self.spearman)} "
+                    f"  vs {self.label_column!r}  Pearson {correlation_text(self.pearson)}, "
+                    f"Spearman {correlation_text(self.spearman)} "
                     f"({self.labelled_rows} of {self.rows} rows labelled)"
                 )
-                both = [self.intervals.get("pearson"), self.intervals.get("spearman")]
+                both = [
+                    _ci(self.intervals.get(name), self.no_interval.get(name), bare=True)
+                    for name in ("pearson", "spearman")
+                ]
                 if any(both):
                     out.append(
-                        f"  {'':{len(repr(self.label_column)) + 3}}  "
-                        f"Pearson{_ci(both[0], bare=True)}, Spearman{_ci(both[1], bare=True)}"
+                        f"  {'':{len(repr(self.label_column)) + 3}}  Pearson{both[0]}, Spearman{both[1]}"
                     )
             else:
                 out.append(f"  vs {self.label_column!r}  no row has a label; no correlation")
         for column in self.columns or ():
             if column.mean is None:
                 continue
-            figures = f"mean {column.mean:.4f}"
+            found, why = column.intervals or {}, column.no_interval
+            figures = f"mean {column.mean:.4f}{brackets(found.get('mean_score'), why.get('mean_score'))}"
             if self.label_column is not None and self.labelled_rows:
-                figures += f", vs {self.label_column!r} Pearson {_fmt(column.pearson)}, Spearman {_fmt(column.spearman)}"
+                figures += (
+                    f", vs {self.label_column!r} Pearson {correlation_text(column.pearson)}"
+                    f"{brackets(found.get('pearson'), why.get('pearson'))}, Spearman {correlation_text(column.spearman)}"
+                    f"{brackets(found.get('spearman'), why.get('spearman'))}"
+                )
             out.append(f"  column      {column.name}: {figures}")
         speed = f", {self.rows_per_s:,.0f} rows/s" if self.rows_per_s else ""
         out.append(
@@ -146,25 +160,42 @@ def json_plain(value: Any) -> Any:
 def interval_note(resamples: int, seed: int) -> str:
     """What the summary's intervals are, for its last lines."""
     if resamples == 0:
-        return f"{DEFAULT_LEVEL:.0%}: pass rate {WILSON_METHOD}; no bootstrap (--resamples 0)"
+        return f"{DEFAULT_LEVEL:.0%}: pass rate and 0/1 scores' mean {WILSON_METHOD}; no bootstrap (--resamples 0)"
     return (
         f"{DEFAULT_LEVEL:.0%}, {BOOTSTRAP_METHOD} over rows ({resamples:,} resamples, seed {seed}; "
         f"--resamples, --seed); pass rate {WILSON_METHOD}"
     )
 
 
-def _ci(interval: dict[str, Any] | None, percent: bool = False, bare: bool = False) -> str:
-    """`` (95% CI 0.7012 to 0.7398)``; `` n/a`` (bare) or nothing where there is no interval."""
+def _ci(
+    interval: dict[str, Any] | None, reason: str | None, percent: bool = False, bare: bool = False
+) -> str:
+    """`` (95% CI 0.7012 to 0.7398)``, ``, Wilson score`` added where the method is not the bootstrap;
+    `` (95% CI n/a: REASON)`` where there is none (nothing with --resamples 0, which the last lines say)."""
     if not interval:
-        return " n/a" if bare else ""
-    if percent:
-        text = f"{interval['level']:.0%} CI {interval['low']:.1%} to {interval['high']:.1%}"
+        if reason is None or reason == NO_BOOTSTRAP:
+            return ""
+        text = f"{DEFAULT_LEVEL:.0%} CI n/a: {reason}"
     else:
-        text = f"{interval['level']:.0%} CI {interval['low']:.4f} to {interval['high']:.4f}"
+        digits = ".1%" if percent else ".4f"
+        text = f"{interval['level']:.0%} CI {interval['low']:{digits}} to {interval['high']:{digits}}"
+        if interval["method"] != BOOTSTRAP_METHOD and not percent:
+            text += f", {interval['method']}: every score is 0 or 1"
     return f" {text}" if bare else f" ({text})"
 
 
-def _fmt(value: float | None) -> str:
+def brackets(interval: dict[str, Any] | None, reason: str | None) -> str:
+    """`` [0.7012, 0.7398]`` beside a figure; `` [n/a: REASON]`` where it has no interval (nothing with
+    --resamples 0)."""
+    if interval:
+        return f" [{interval['low']:.4f}, {interval['high']:.4f}]"
+    if reason is None or reason == NO_BOOTSTRAP:
+        return ""
+    return f" [n/a: {reason}]"
+
+
+def correlation_text(value: float | None) -> str:
+    """A correlation, or ``n/a (constant scores or labels)`` where it is undefined (None or NaN)."""
     if value is None or math.isnan(value):
         return "n/a (constant scores or labels)"
     return f"{value:.4f}"
@@ -211,10 +242,12 @@ def summarize(
         if labelled:
             x, y = values[keep], y_all[keep]
             r, rho = pearson(x, y), spearman(x, y)
-    intervals = figure_intervals(values, keep if labelled else None, y, resamples, seed)
+    intervals, no_interval = figure_intervals(values, keep if labelled else None, y, resamples, seed)
     if passed is not None:
         rate = wilson(passed, rows)
         intervals["pass_rate"] = rate.as_dict() if rate is not None else None
+        if rate is None:
+            no_interval["pass_rate"] = "no rows"
     column_summaries = None
     if width > 1:
         column_summaries = []
@@ -224,8 +257,8 @@ def summarize(
             if keep is not None and y is not None and labelled:
                 cr, crho = pearson(column[keep], y), spearman(column[keep], y)
             mean = float(column.mean()) if rows else None
-            found = figure_intervals(column, keep if labelled else None, y, resamples, seed)
-            column_summaries.append(ColumnSummary(name, mean, cr, crho, found))
+            found, why = figure_intervals(column, keep if labelled else None, y, resamples, seed)
+            column_summaries.append(ColumnSummary(name, mean, cr, crho, found, why))
     return Summary(
         rows=rows,
         description=description,
@@ -248,20 +281,27 @@ def summarize(
         intervals=intervals,
         resamples=resamples,
         seed=seed,
+        no_interval=no_interval,
     )
 
 
 def figure_intervals(
     values: np.ndarray, keep: np.ndarray | None, y: np.ndarray | None, resamples: int, seed: int
-) -> dict[str, dict[str, Any] | None]:
-    """The intervals of the mean of ``values`` and, with labels (``keep``: the labelled rows, ``y``: their
-    labels), of Pearson's r and Spearman's rho: figure name -> ``Interval.as_dict()`` or None."""
-    found: dict[str, Interval | None] = {}
+) -> tuple[dict[str, dict[str, Any] | None], dict[str, str]]:
+    """The intervals of the mean of ``values`` (:func:`~simkernel.stats.intervals.mean_interval`) and, with
+    labels (``keep``: the labelled rows, ``y``: their labels), of Pearson's r and Spearman's rho:
+    (figure name -> ``Interval.as_dict()`` or None, figure name -> why it has none)."""
+    mean = mean_interval(values, resamples=resamples, seed=seed)
+    intervals: dict[str, dict[str, Any] | None] = {}
+    reasons: dict[str, str] = {}
+    parts = [("mean_score", mean["mean"], mean.reasons.get("mean"))]
     if keep is not None and y is not None:
-        every_row = bool(keep.all())
-        wanted = ("mean", "pearson", "spearman") if every_row else ("pearson", "spearman")
-        found.update(bootstrap_intervals(values[keep], y, statistics=wanted, resamples=resamples, seed=seed))
-    if "mean" not in found:
-        found.update(bootstrap_intervals(values, statistics=("mean",), resamples=resamples, seed=seed))
-    found["mean_score"] = found.pop("mean")
-    return {name: interval.as_dict() if interval is not None else None for name, interval in found.items()}
+        found = bootstrap_intervals(
+            values[keep], y, statistics=("pearson", "spearman"), resamples=resamples, seed=seed
+        )
+        parts += [(name, found[name], found.reasons.get(name)) for name in ("pearson", "spearman")]
+    for name, interval, reason in parts:
+        intervals[name] = interval.as_dict() if interval is not None else None
+        if reason is not None:
+            reasons[name] = reason
+    return intervals, reasons

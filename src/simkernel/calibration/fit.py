@@ -22,10 +22,16 @@ from dataclasses import dataclass
 import numpy as np
 
 from simkernel.calibration.binary import ThresholdStats, rates, stats_at, sweep
-from simkernel.stats.defaults import DEFAULT_SEED
+from simkernel.stats.defaults import DEFAULT_BOOTSTRAP, DEFAULT_SEED, resamples_problem
 
-DEFAULT_BOOTSTRAP = 1000
 INTERVAL_PERCENTILES = (2.5, 97.5)
+# what the figures at the chosen threshold are (calibrate's printed report and its HTML report): the threshold
+# was chosen on the same rows, so precision, recall and F1 there are optimistic (by 0.01-0.09 at 500-30 rows
+# in benchmarks/interval_coverage.py --calibration) and their intervals hold for that threshold only
+IN_SAMPLE_NOTE = (
+    "in-sample: the threshold was chosen on these rows, so the figures at it are optimistic and their "
+    "intervals hold for this threshold only; score other labelled rows at it for an unbiased figure"
+)
 
 
 @dataclass(frozen=True)
@@ -76,6 +82,24 @@ class Calibration:
     def youden_threshold(self) -> float:
         return self.youden.threshold
 
+    @property
+    def recommended(self) -> bool:
+        """Whether the scores separate the labels better than chance: Cohen's kappa at the F1-best threshold
+        and the best Youden's J both above 0. When not (e.g. the F1-best threshold calls every row positive),
+        no threshold of these scores is worth using, and ``simkernel calibrate`` says so instead of
+        recommending one."""
+        return self.kappa > 0 and self.youden.youden_j > 0
+
+    @property
+    def warning(self) -> str | None:
+        """Why no threshold is recommended (None when one is)."""
+        if self.recommended:
+            return None
+        return (
+            f"kappa {self.kappa:.4f} at the F1-best threshold and Youden's J {self.youden.youden_j:.4f} at "
+            "best: these scores separate the labels no better than chance; do not use a threshold from them"
+        )
+
     def to_dict(self) -> dict:
         """The JSON form (what ``simkernel calibrate --output-json`` writes)."""
         return {
@@ -86,6 +110,7 @@ class Calibration:
             "f1": self.f1,
             "kappa": self.kappa,
             "youden_threshold": self.youden_threshold,
+            "recommended": self.recommended,
             "positive_from": self.positive_from,
             "n": self.n,
             "model": self.model,
@@ -111,12 +136,15 @@ def calibrate(
             unlabelled pairs out.
         positive_from: labels at or above it are positives; None: the midpoint of the lowest and the
             highest label.
-        bootstrap: resamples for the 95% interval of the threshold (0: no interval).
+        bootstrap: resamples for the 95% interval of the threshold (0: no interval; else at least
+            1,000, :data:`~simkernel.stats.defaults.MIN_RESAMPLES`).
         seed: seed of the resampling, so the interval is reproducible.
         model, precision_mode: recorded in the result (which model and precision gave the scores).
 
     Raises ValueError naming the problem: lengths differ, a score or label is not a finite number, fewer
-    than two pairs, or the labels hold only one class under ``positive_from``.
+    than two pairs, every score the same (no threshold splits them), or the labels hold only one class
+    under ``positive_from``. Scores that vary but separate the labels no better than chance give a
+    result whose ``recommended`` is False.
     """
     values = _numbers(scores, "scores", "score")
     marks = _numbers(labels, "labels", "label", hint="; leave unlabelled pairs out before calibrating")
@@ -134,8 +162,13 @@ def calibrate(
         raise ValueError(
             f"every one of the {values.size} labels is {which} under label >= {cut:g} ({rule}); calibration needs both classes: give labelled pairs of both kinds, or change positive_from (--positive-from on the command line)"
         )
-    if isinstance(bootstrap, bool) or not isinstance(bootstrap, int) or bootstrap < 0:
-        raise ValueError(f"bootstrap must be a whole number >= 0 (0: no interval), got {bootstrap!r}")
+    if values.min() == values.max():
+        raise ValueError(
+            f"every one of the {values.size} scores is {values[0]:g}: no threshold can split them, so none can reproduce the labels; check that the scores vary (the score column, the metric, the model)"
+        )
+    problem = resamples_problem(bootstrap)
+    if problem:
+        raise ValueError(f"bootstrap {problem}")
     table = sweep(values, positive)
     best, youden = _best_two(table)
     return Calibration(

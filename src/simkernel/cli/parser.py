@@ -16,7 +16,7 @@ from simkernel._version import __version__
 from simkernel.batch.job import DEFAULT_CHUNK_ROWS
 from simkernel.scoring.registry import get_metric, metric_names
 from simkernel.scoring.settings import AGGREGATIONS, DEFAULT_MODEL, DEFAULT_PRECISION, PRECISIONS
-from simkernel.stats.defaults import DEFAULT_RESAMPLES
+from simkernel.stats.defaults import DEFAULT_BOOTSTRAP, DEFAULT_RESAMPLES, MIN_RESAMPLES, resamples_problem
 from simkernel.tables.formats import FORMATS, format_list
 
 _SCORE_EPILOG = f"""\
@@ -88,6 +88,15 @@ def _non_negative_int(text: str) -> int:
         raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
     if value < 0:
         raise argparse.ArgumentTypeError(f"{value} is negative; give a whole number >= 0")
+    return value
+
+
+def _resamples(text: str) -> int:
+    """A number of bootstrap resamples: 0 (none) or at least MIN_RESAMPLES."""
+    value = _non_negative_int(text)
+    problem = resamples_problem(value)
+    if problem:
+        raise argparse.ArgumentTypeError(problem)
     return value
 
 
@@ -250,10 +259,11 @@ def _add_statistics_options(command: argparse.ArgumentParser, whose: str, seed: 
     stats = command.add_argument_group("statistics and report")
     stats.add_argument(
         "--resamples",
-        type=_non_negative_int,
+        type=_resamples,
         default=DEFAULT_RESAMPLES,
         metavar="N",
-        help=f"bootstrap resamples of {whose} 95%% intervals (default: {DEFAULT_RESAMPLES:,}; 0: none); "
+        help=f"bootstrap resamples of {whose} 95%% intervals (default: {DEFAULT_RESAMPLES:,}; 0: none; else at "
+        f"least {MIN_RESAMPLES:,}); "
         "a rate's interval is Wilson's",
     )
     if seed:
@@ -355,10 +365,11 @@ def _add_calibrate(commands: argparse._SubParsersAction) -> None:
     )
     options.add_argument(
         "--bootstrap",
-        type=_non_negative_int,
-        default=1000,
+        type=_resamples,
+        default=DEFAULT_BOOTSTRAP,
         metavar="N",
-        help="bootstrap resamples for the threshold's 95%% interval (default: 1000; 0: no interval)",
+        help=f"bootstrap resamples for the threshold's 95%% interval (default: {DEFAULT_BOOTSTRAP:,}; 0: no "
+        f"interval; else at least {MIN_RESAMPLES:,})",
     )
     options.add_argument(
         "--seed",
@@ -386,11 +397,14 @@ Two runs of the same questions, A and B (B - A > 0: B scores higher):
   two scored files      simkernel compare a.csv b.csv --key id [--score-column score]
   two files, texts      simkernel compare a.csv b.csv --key id --score [--mode sas ...]
   one file, two columns simkernel compare runs.csv --predicted answer_a --predicted-b answer_b [--mode sas]
-Without --key the files' rows are paired in order (they must have as many rows). Keys missing from
-one side, duplicate keys, different row counts and a missing score column stop the run, naming the rows
-or columns; nothing is written.
+Without --key the files' rows are paired in order: they must have as many rows, and the columns that
+say which question a row is (question, --ground-truth, --references; not the predicted answers) must be
+equal row by row where both files have them. Keys missing from one side, duplicate keys, rows that are
+not the same questions, different row counts and a missing score column stop the run, naming the rows or
+columns; nothing is written.
 
-Reported: the mean of each, the mean paired difference with its 95% interval (BCa bootstrap over rows),
+Reported: the mean of each, the mean paired difference with its 95% interval (BCa bootstrap over rows;
+with --label also B - A of Pearson's and Spearman's correlations, both runs on the same resamples),
 the two-sided p-value of a paired sign-flip permutation test (exact under "A and B are exchangeable on
 every row", no assumption about the scores' distribution), wins / ties / losses at --tolerance, and the
 rows where the two differ most, both ways. docs/statistics.md gives the methods.

@@ -1,7 +1,7 @@
 """Confidence intervals of evaluation figures, in float64 (numpy, and a C kernel for the bootstrap's sums).
 
 **Bootstrap (the mean, Pearson's r, Spearman's rho).** The rows are resampled with replacement
-``resamples`` times (default 10,000), drawn in turn from ``numpy.random.default_rng(seed)``
+``resamples`` times (default 10,000; 0 or at least :data:`MIN_RESAMPLES`, 1,000), drawn in turn from ``numpy.random.default_rng(seed)``
 (:func:`resample_counts`: the classic multinomial resamples up to 1,000 rows, the Poisson bootstrap's
 independent Poisson(1) row counts above, several times faster to draw), so an interval depends on
 ``(data, resamples, seed)`` only (the rows are taken in the order of ``x``'s values). For each resample, a
@@ -27,12 +27,17 @@ jackknife leaves out one row at a time up to 1,000 rows; above that, one of 1,00
 random split; the grouped jackknife estimates the same acceleration at a fixed cost).
 
 A resample whose correlation is undefined (every value drawn equal) is left out of that statistic's
-bootstrap distribution; when more than half are undefined, or the sample has fewer than 3 rows (2 for
-the mean) or the estimate itself is undefined, the interval is None.
+bootstrap distribution. The interval is None, and :class:`Intervals` ``.reasons`` says why, when the
+sample has fewer than :data:`MIN_ROWS` rows (10: below it the coverage of a "95%" interval falls to 88% at 8
+rows and 71% at 3; benchmarks/interval_coverage.py), the estimate itself is undefined (a constant column), the
+values do not vary (the mean of a constant column: every resample gives the same mean, and a zero-width
+"interval" would claim a certainty the sample cannot give), more than half of the resamples have no
+correlation, or the bootstrap values do not vary (r = 1 in every resample); so an interval, where there is
+one, has a width and holds its estimate's neighbourhood.
 
 **Wilson's score interval** of a rate (:func:`wilson`), closed form: ``(p + z^2/2n +- z sqrt(p(1-p)/n +
 z^2/4n^2)) / (1 + z^2/n)``; unlike the normal approximation it stays inside [0, 1] and keeps its coverage
-near 0% and 100%.
+near 0% and 100%; its ends are exactly 0 at 0 of n and 1 at n of n.
 """
 
 from __future__ import annotations
@@ -43,21 +48,32 @@ from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from statistics import NormalDist
+from typing import Any
 
 import numpy as np
 
 from simkernel import _bootstrap
 from simkernel.cpu_budget import available_cpus
 from simkernel.stats.correlation import pearson, spearman
-from simkernel.stats.defaults import DEFAULT_LEVEL, DEFAULT_RESAMPLES, DEFAULT_SEED
+from simkernel.stats.defaults import (
+    DEFAULT_LEVEL,
+    DEFAULT_RESAMPLES,
+    DEFAULT_SEED,
+    MIN_RESAMPLES,
+    resamples_problem,
+)
 
 __all__ = [
     "DEFAULT_LEVEL",
     "DEFAULT_RESAMPLES",
     "DEFAULT_SEED",
+    "MIN_RESAMPLES",
     "Interval",
+    "Intervals",
     "bca_interval",
     "bootstrap_intervals",
+    "mean_interval",
+    "paired_difference_intervals",
     "resample_counts",
     "wilson",
 ]
@@ -65,6 +81,11 @@ __all__ = [
 STATISTICS = ("mean", "pearson", "spearman")
 BOOTSTRAP_METHOD = "BCa bootstrap"
 WILSON_METHOD = "Wilson score"
+# the fewest rows of a bootstrap interval: below it a "95%" interval covers far less (the mean of normal
+# data: 88% at 8 rows, 71% at 3; Pearson's r 60% at 3 rows), so none is given. 10 is the smallest sample
+# at which each interval covers at least 90% on normal data (the mean 90.2%, Pearson 94.1%, Spearman
+# 96.4%): benchmarks/interval_coverage.py, whose table docs/statistics.md publishes.
+MIN_ROWS = 10
 JACKKNIFE_GROUPS = 1000  # leave-one-out up to this many rows; grouped above
 POISSON_ROWS = 1000  # multinomial resamples up to this many rows; Poisson counts above
 _THREADED_CELLS = 1 << 22  # resamples x rows from which the statistics run on several threads
@@ -108,8 +129,30 @@ class Interval:
         return f"{self.level:.0%} CI {self.low:.{digits}f} to {self.high:.{digits}f}"
 
 
+class Intervals(dict[str, "Interval | None"]):
+    """What :func:`bootstrap_intervals` returns: figure name -> :class:`Interval`, or None where the figure
+    has no interval; ``reasons`` says why for each None (e.g. ``"no variation: every value is the same"``)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.reasons: dict[str, str] = {}
+
+    def none(self, name: str, reason: str) -> None:
+        self[name] = None
+        self.reasons[name] = reason
+
+
+# why a figure has no interval (Intervals.reasons)
+NO_BOOTSTRAP = "no bootstrap (0 resamples)"
+NO_VARIATION = "no variation: every value is the same"
+NO_CORRELATION = "no correlation: constant scores or labels"
+FLAT_RESAMPLES = "no variation among the resamples"
+FEW_DISTINCT = "too few distinct values: most resamples have no correlation"
+
+
 def wilson(successes: int, n: int, level: float = DEFAULT_LEVEL) -> Interval | None:
-    """Wilson's score interval of the rate ``successes / n`` (float64, closed form); None when ``n`` is 0."""
+    """Wilson's score interval of the rate ``successes / n`` (float64, closed form; exactly 0 at 0 of n
+    and 1 at n of n); None when ``n`` is 0."""
     _check_level(level)
     if n < 0 or successes < 0 or successes > n:
         raise ValueError(f"wilson needs 0 <= successes <= n, got successes={successes}, n={n}")
@@ -121,7 +164,10 @@ def wilson(successes: int, n: int, level: float = DEFAULT_LEVEL) -> Interval | N
     denominator = 1.0 + z2 / n
     centre = (p + z2 / (2.0 * n)) / denominator
     half = z * math.sqrt(p * (1.0 - p) / n + z2 / (4.0 * n * n)) / denominator
-    return Interval(p, max(0.0, centre - half), min(1.0, centre + half), level, WILSON_METHOD)
+    # the ends at 0 of n and n of n are 0 and 1 exactly (the formula gives them up to rounding)
+    low = 0.0 if successes == 0 else max(0.0, centre - half)
+    high = 1.0 if successes == n else min(1.0, centre + half)
+    return Interval(p, low, high, level, WILSON_METHOD)
 
 
 def resample_counts(n: int, resamples: int, seed: int) -> Iterator[np.ndarray]:
@@ -200,6 +246,8 @@ class _Sample:
     def __init__(self, x: np.ndarray, y: np.ndarray | None, wanted: Sequence[str]) -> None:
         self.wanted = list(wanted)
         order = np.argsort(x, kind="stable")
+        self.order = order  # sorted position -> row: a row of counts of the rows in their own order is
+        # counts[:, order] for this sample
         x = x[order]
         self.rows = x.size
         columns = [x]
@@ -292,16 +340,18 @@ def bootstrap_intervals(
     resamples: int = DEFAULT_RESAMPLES,
     seed: int = DEFAULT_SEED,
     level: float = DEFAULT_LEVEL,
-) -> dict[str, Interval | None]:
+) -> Intervals:
     """BCa bootstrap intervals over rows of the mean of ``x`` and, with ``y`` (e.g. human labels, one per
     row), Pearson's r and Spearman's rho of ``x`` and ``y``; all from the same seeded resamples.
 
     :param statistics: which of ``"mean"``, ``"pearson"``, ``"spearman"`` (the correlations need ``y``).
-    :param resamples: bootstrap resamples (default 10,000); 0 gives no intervals (every value None).
-    :returns: name -> :class:`Interval` (its ``estimate`` is the figure on all the rows, equal to
-        :func:`~simkernel.stats.correlation.pearson` / ``spearman`` / the float64 mean), or None where no
-        interval exists (see the module's docstring).
-    :raises ValueError: a value that is not finite, lengths that differ, an unknown statistic, a bad level.
+    :param resamples: bootstrap resamples (default 10,000; at least :data:`MIN_RESAMPLES`, 1,000); 0 gives
+        no intervals (every value None).
+    :returns: :class:`Intervals`, name -> :class:`Interval` (its ``estimate`` is the figure on all the
+        rows, equal to :func:`~simkernel.stats.correlation.pearson` / ``spearman`` / the float64 mean), or
+        None where no interval exists, and why in ``.reasons`` (see the module's docstring).
+    :raises ValueError: a value that is not finite, lengths that differ, an unknown statistic, a bad level,
+        ``resamples`` between 1 and 999.
     """
     wanted = list(dict.fromkeys(statistics))
     unknown = [name for name in wanted if name not in STATISTICS]
@@ -311,37 +361,186 @@ def bootstrap_intervals(
         raise ValueError(
             "pearson and spearman need y, the values to correlate x with; pass y= or ask for mean only"
         )
-    if isinstance(resamples, bool) or not isinstance(resamples, int) or resamples < 0:
-        raise ValueError(f"resamples must be a whole number >= 0 (0: no intervals), got {resamples!r}")
+    problem = resamples_problem(resamples)
+    if problem:
+        raise ValueError(f"resamples {problem}")
     _check_level(level)
     xs = _finite(x, "x")
     ys = _finite(y, "y") if y is not None else None
     if ys is not None and ys.size != xs.size:
         raise ValueError(f"x and y must have one value per row; got {xs.size} and {ys.size}")
     estimates = {name: _estimate(name, xs, ys) for name in wanted}
-    result: dict[str, Interval | None] = dict.fromkeys(wanted)
-    todo = [
-        name
-        for name in wanted
-        if resamples > 0 and xs.size >= (2 if name == "mean" else 3) and math.isfinite(estimates[name])
-    ]
+    result = Intervals(dict.fromkeys(wanted))
+    todo = []
+    for name in wanted:
+        reason = _no_interval(name, xs, estimates[name], resamples)
+        if reason is not None:
+            result.none(name, reason)
+        else:
+            todo.append(name)
     if not todo:
         return result
     sample = _Sample(xs, ys, todo)
     boot = _collect(sample, resample_counts(xs.size, resamples, seed), resamples * xs.size)
     jack = _collect(sample, _jackknife_weights(xs.size, seed))
     for name in todo:
-        values, jk = boot[name], jack[name]
-        finite = values[np.isfinite(values)]
-        jk = jk[np.isfinite(jk)]
-        if finite.size * 2 < resamples or jk.size < 2:
-            continue
-        low, high = bca_interval(estimates[name], finite, jk, level)
-        result[name] = Interval(estimates[name], low, high, level, BOOTSTRAP_METHOD, resamples, seed)
+        _finish(result, name, estimates[name], boot[name], jack[name], resamples, seed, level)
     return result
 
 
-def _collect(sample: _Sample, chunks: Iterator[np.ndarray], cells: int = 0) -> dict[str, np.ndarray]:
+def _no_interval(name: str, x: np.ndarray, estimate: float, resamples: int) -> str | None:
+    """Why the figure ``name`` of the sample ``x`` gets no bootstrap interval, or None when it gets one."""
+    if resamples == 0:
+        return NO_BOOTSTRAP
+    least = max(MIN_ROWS, 2 if name == "mean" else 3)  # a jackknife needs 2 rows, a correlation 3
+    if x.size < least:
+        return f"fewer than {least} rows"
+    if name == "mean":
+        return NO_VARIATION if x.min() == x.max() else None
+    if not math.isfinite(estimate):
+        return NO_CORRELATION
+    return None
+
+
+def _flat(values: np.ndarray) -> bool:
+    """Every bootstrap value equal up to rounding (a few units in the last place of the largest)."""
+    scale = float(np.abs(values).max())
+    return float(values.max() - values.min()) <= 64 * np.finfo(np.float64).eps * scale
+
+
+def mean_interval(
+    values: Sequence[float] | np.ndarray,
+    *,
+    resamples: int = DEFAULT_RESAMPLES,
+    seed: int = DEFAULT_SEED,
+    level: float = DEFAULT_LEVEL,
+) -> Intervals:
+    """The interval of the mean of a score column, as the summaries give it (``"mean"`` in the result,
+    and why where there is none in ``.reasons``):
+
+    - every value 0 or 1 (exact match, a pass / fail metric): the mean is a proportion, and gets Wilson's
+      interval (:func:`wilson`, at any number of rows and resamples), which keeps its coverage where the
+      bootstrap's collapses (a column of 10 ones: the bootstrap's "1.0000 to 1.0000", Wilson's 0.7225 to 1;
+      Bernoulli(0.95) and 30 rows: the bootstrap covers 77%);
+    - otherwise the BCa bootstrap of :func:`bootstrap_intervals` (none for a constant column: no variation).
+    """
+    x = _finite(values, "values")
+    if x.size and bool(np.all((x == 0.0) | (x == 1.0))):
+        found = Intervals(mean=wilson(int(np.count_nonzero(x)), int(x.size), level))
+        return found
+    problem = resamples_problem(resamples)
+    if problem:
+        raise ValueError(f"resamples {problem}")
+    return bootstrap_intervals(x, statistics=("mean",), resamples=resamples, seed=seed, level=level)
+
+
+class _Pair:
+    """Two samples of the same rows (system A's and B's scores, each against its labels): each chunk of
+    counts, drawn for the rows in their own order, gives both samples' sums (each reads it in its own sorted
+    order), and the statistics are B's minus A's, resample by resample."""
+
+    def __init__(self, a: _Sample, b: _Sample) -> None:
+        self.a, self.b = a, b
+
+    def sums(self, counts: np.ndarray) -> np.ndarray:
+        return np.hstack([s.sums(np.ascontiguousarray(counts[:, s.order])) for s in (self.a, self.b)])
+
+    def statistics(self, sums: np.ndarray) -> dict[str, np.ndarray]:
+        width = _bootstrap.SUMS
+        a, b = self.a.statistics(sums[:, :width]), self.b.statistics(sums[:, width:])
+        return {name: b[name] - a[name] for name in a}
+
+
+def paired_difference_intervals(
+    x_a: Sequence[float] | np.ndarray,
+    y_a: Sequence[float] | np.ndarray,
+    x_b: Sequence[float] | np.ndarray,
+    y_b: Sequence[float] | np.ndarray,
+    *,
+    statistics: Sequence[str] = ("pearson", "spearman"),
+    resamples: int = DEFAULT_RESAMPLES,
+    seed: int = DEFAULT_SEED,
+    level: float = DEFAULT_LEVEL,
+) -> Intervals:
+    """BCa intervals of the paired differences B - A of Pearson's r and Spearman's rho (and the mean):
+    system A's scores ``x_a`` against its labels ``y_a`` and system B's ``x_b`` against ``y_b``, row ``i``
+    of each the same question. Each resample draws the rows once and both systems' figures are computed on
+    the rows it drew, so the interval keeps the pairing: the two correlations share most of their sampling
+    error (the same questions, often the same labels), which two separate intervals ignore (two overlapping
+    intervals are not a test that the correlations are alike). The estimate is ``figure(B) - figure(A)`` on
+    all the rows; the interval is None, with the reason in ``.reasons``, as in :func:`bootstrap_intervals`
+    (either figure undefined, too few rows, no variation among the resamples: e.g. A and B the same).
+
+    :raises ValueError: lengths that differ, a value that is not finite, an unknown statistic, a bad level,
+        ``resamples`` between 1 and 999.
+    """
+    wanted = list(dict.fromkeys(statistics))
+    unknown = [name for name in wanted if name not in STATISTICS]
+    if unknown:
+        raise ValueError(f"unknown statistic {unknown[0]!r}; choose from {', '.join(STATISTICS)}")
+    problem = resamples_problem(resamples)
+    if problem:
+        raise ValueError(f"resamples {problem}")
+    _check_level(level)
+    xa, ya, xb, yb = (
+        _finite(v, name) for v, name in ((x_a, "x_a"), (y_a, "y_a"), (x_b, "x_b"), (y_b, "y_b"))
+    )
+    if not xa.size == ya.size == xb.size == yb.size:
+        raise ValueError(
+            f"x_a, y_a, x_b and y_b must have one value per row; got {xa.size}, {ya.size}, {xb.size} and {yb.size}"
+        )
+    result = Intervals(dict.fromkeys(wanted))
+    estimates = {}
+    todo = []
+    for name in wanted:
+        ends = (_estimate(name, xa, ya), _estimate(name, xb, yb))
+        estimates[name] = ends[1] - ends[0]
+        reason = next(
+            (
+                r
+                for r in (_no_interval(name, x, e, resamples) for x, e in ((xa, ends[0]), (xb, ends[1])))
+                if r
+            ),
+            None,
+        )
+        if reason is not None:
+            result.none(name, reason)
+        else:
+            todo.append(name)
+    if not todo:
+        return result
+    pair = _Pair(_Sample(xa, ya, todo), _Sample(xb, yb, todo))
+    boot = _collect(pair, resample_counts(xa.size, resamples, seed), 2 * resamples * xa.size)
+    jack = _collect(pair, _jackknife_weights(xa.size, seed))
+    for name in todo:
+        _finish(result, name, estimates[name], boot[name], jack[name], resamples, seed, level)
+    return result
+
+
+def _finish(
+    result: Intervals,
+    name: str,
+    estimate: float,
+    values: np.ndarray,
+    jk: np.ndarray,
+    resamples: int,
+    seed: int,
+    level: float,
+) -> None:
+    """The BCa interval of ``name`` from its bootstrap and jackknife values into ``result``, or None and
+    why: more than half of the resamples undefined, or no variation among them."""
+    finite = values[np.isfinite(values)]
+    jk = jk[np.isfinite(jk)]
+    if finite.size * 2 < resamples or jk.size < 2:
+        result.none(name, FEW_DISTINCT)
+    elif _flat(finite):  # e.g. r = 1 in every resample: nothing to put an interval on
+        result.none(name, FLAT_RESAMPLES)
+    else:
+        low, high = bca_interval(estimate, finite, jk, level)
+        result[name] = Interval(estimate, low, high, level, BOOTSTRAP_METHOD, resamples, seed)
+
+
+def _collect(sample: _Sample | _Pair, chunks: Iterator[np.ndarray], cells: int = 0) -> dict[str, np.ndarray]:
     """The statistics of every resample of the chunks of counts, in order. The chunks are drawn here, in
     turn, and their sums computed on up to :func:`~simkernel.cpu_budget.available_cpus` threads (the kernel
     runs without the GIL) when there are ``cells`` (resamples x rows) enough to gain from it; the

@@ -3,6 +3,7 @@
 :func:`paired_comparison` takes the two score columns row by row (``a[i]`` and ``b[i]`` score the same
 question) and works on the paired differences ``d = b - a`` in float64:
 
+- **each mean** with its own interval (:func:`~simkernel.stats.intervals.mean_interval`);
 - **the mean difference** ``mean(d)`` (= mean(b) - mean(a)) with its BCa bootstrap interval over rows
   (:func:`~simkernel.stats.intervals.bootstrap_intervals`: the rows, not the two columns apart, are
   resampled, so the interval keeps the pairing);
@@ -36,8 +37,10 @@ from simkernel.stats.intervals import (
     DEFAULT_LEVEL,
     DEFAULT_RESAMPLES,
     DEFAULT_SEED,
+    MIN_RESAMPLES,
     Interval,
     bootstrap_intervals,
+    mean_interval,
 )
 
 __all__ = ["TEST_NAME", "PairedComparison", "paired_comparison", "sign_flip_p_value"]
@@ -50,8 +53,11 @@ _CHUNK_CELLS = 1 << 16
 class PairedComparison:
     """The result of :func:`paired_comparison` (``as_dict()`` is its JSON form).
 
-    ``n`` rows; ``mean_a``, ``mean_b``; ``difference``: the mean of ``b - a`` with its interval (None
-    with fewer than 2 rows or ``resamples=0``: then only ``mean_difference``); ``p_value`` of the
+    ``n`` rows; ``mean_a``, ``mean_b`` with their intervals ``mean_a_interval``, ``mean_b_interval``
+    (:func:`~simkernel.stats.intervals.mean_interval`: each run's own, marginal; the difference's is the
+    one that compares them); ``difference``: the mean of ``b - a`` with its interval (None
+    with fewer than 10 rows (``MIN_ROWS``), ``resamples=0`` or a ``b - a`` that is the same on every row: then only
+    ``mean_difference``, and ``no_interval["difference"]`` says why); ``p_value`` of the
     ``test`` with ``permutations`` sign patterns (``exact``: all of them); ``b_wins`` / ``ties`` /
     ``a_wins`` at ``tolerance``; ``b_better_rows`` / ``a_better_rows``: the indices of the rows where B
     (resp. A) is ahead by most, largest gap first; ``differences``: ``b - a`` per row (float64).
@@ -73,14 +79,20 @@ class PairedComparison:
     a_better_rows: list[int]
     differences: np.ndarray = field(repr=False, compare=False)
     test: str = TEST_NAME
+    no_interval: dict[str, str] = field(default_factory=dict)
+    mean_a_interval: Interval | None = None
+    mean_b_interval: Interval | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {
             "n": self.n,
             "mean_a": self.mean_a,
             "mean_b": self.mean_b,
+            "mean_a_interval": self.mean_a_interval.as_dict() if self.mean_a_interval is not None else None,
+            "mean_b_interval": self.mean_b_interval.as_dict() if self.mean_b_interval is not None else None,
             "mean_difference": self.mean_difference,
             "difference_interval": self.difference.as_dict() if self.difference is not None else None,
+            "no_interval": dict(self.no_interval),
             "test": self.test,
             "p_value": self.p_value,
             "permutations": self.permutations,
@@ -134,7 +146,8 @@ def paired_comparison(
     ``i``); positive differences mean B scores higher.
 
     :param tolerance: ``|b - a| <= tolerance`` is a tie (default 0: only equal scores tie).
-    :param resamples: bootstrap resamples of the difference's interval (default 10,000; 0: none).
+    :param resamples: bootstrap resamples of the difference's interval (default 10,000; 0: none; else at
+        least 1,000).
     :param permutations: random sign patterns of the test (default: ``resamples``, at least 1,000).
     :param seed: seed of both (the test draws from ``default_rng([seed, 1])``).
     :param top: how many rows to list each way.
@@ -149,14 +162,18 @@ def paired_comparison(
     if isinstance(top, bool) or not isinstance(top, int) or top < 0:
         raise ValueError(f"top must be a whole number >= 0, got {top!r}")
     if permutations is None:
-        permutations = max(resamples, 1000)
+        permutations = max(resamples, MIN_RESAMPLES)
     if isinstance(permutations, bool) or not isinstance(permutations, int) or permutations < 1:
         raise ValueError(f"permutations must be a whole number >= 1, got {permutations!r}")
     d = y - x
     n = int(d.size)
-    interval = bootstrap_intervals(d, statistics=("mean",), resamples=resamples, seed=seed, level=level)[
-        "mean"
-    ]
+    found = bootstrap_intervals(d, statistics=("mean",), resamples=resamples, seed=seed, level=level)
+    interval = found["mean"]
+    sides = [mean_interval(v, resamples=resamples, seed=seed, level=level) for v in (x, y)]
+    no_interval = {"difference": found.reasons["mean"]} if interval is None else {}
+    for name, side in zip(("mean_a", "mean_b"), sides, strict=True):
+        if side["mean"] is None:
+            no_interval[name] = side.reasons["mean"]
     p, used, exact = sign_flip_p_value(d, permutations, seed)
     order = np.argsort(-d, kind="stable")
     b_better = [int(i) for i in order[:top] if d[i] > tolerance]
@@ -177,6 +194,9 @@ def paired_comparison(
         b_better_rows=b_better,
         a_better_rows=a_better,
         differences=d,
+        no_interval=no_interval,
+        mean_a_interval=sides[0]["mean"],
+        mean_b_interval=sides[1]["mean"],
     )
 
 
