@@ -2,7 +2,8 @@
 
 Covers: add_component / connect / run, Pipeline.run_async (which calls the components' run_async),
 dumps() / loads() with the allowlist,
-loading a pipeline saved with Haystack's evaluators, Haystack's pre-init deserialisation callbacks.
+loading a pipeline saved with Haystack's evaluators, Haystack's pre-init deserialisation callbacks,
+copy.deepcopy and pickle of a warmed-up pipeline (as of one holding Haystack's evaluator).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from haystack.components.evaluators import SASEvaluator as HaystackSAS
 from haystack.core.errors import DeserializationError, PipelineError
 from haystack.core.serialization import DeserializationCallbacks
 from haystack.utils import ComponentDevice
+from tests.copies import COPIES
 
 from simkernel.components import (
     ALLOWED_MODULES,
@@ -79,6 +81,29 @@ def test_pipeline_runs_simkernel_next_to_haystack(minilm, haystack_sas):
         result["sas"]["individual_scores"], result["haystack_sas"]["individual_scores"], atol=ATOL
     )
     assert result["sas"]["score"] == pytest.approx(result["haystack_sas"]["score"], abs=ATOL)
+
+
+@pytest.mark.parametrize("how", sorted(COPIES))
+def test_a_warmed_up_pipeline_copies_as_one_with_haystacks_evaluator(minilm, minilm_checkpoint, how):
+    copy_of = COPIES[how]
+    haystack_sas = HaystackSAS(model=str(minilm_checkpoint), device=ComponentDevice.from_str("cpu"))
+    pipe = evaluation_pipeline(minilm, haystack_sas)
+    names = ["sas", "em", "haystack_em", "haystack_sas"]
+    original = pipe.run(pipeline_inputs(names))  # warms both evaluators up
+    ours = pipe.get_component("sas")
+
+    copied = copy_of(pipe)
+    theirs = copied.get_component("sas")
+    assert theirs is not ours and theirs._lock is not ours._lock
+    assert theirs._similarity_model is None  # the copy loads at its first run ...
+    again = copied.run(pipeline_inputs(names))
+    assert theirs._similarity_model is ours._similarity_model  # ... this process's shared model
+    assert again["sas"]["individual_scores"] == original["sas"]["individual_scores"]
+    assert again["sas"]["score"] == original["sas"]["score"]
+    np.testing.assert_allclose(
+        again["sas"]["individual_scores"], again["haystack_sas"]["individual_scores"], atol=ATOL
+    )
+    assert pipe.run(pipeline_inputs(names))["sas"] == original["sas"]  # the original is untouched
 
 
 def test_sockets_are_haystacks():

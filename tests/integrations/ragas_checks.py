@@ -11,8 +11,10 @@ own HuggingFaceEmbeddings (sentence-transformers) on the same checkpoint.
 from __future__ import annotations
 
 import asyncio
+import copy
 import csv
 import json
+import pickle
 import sys
 import traceback
 
@@ -127,6 +129,14 @@ def main() -> None:
             assert "batch_size / normalize on the constructor" in str(exc), exc
         else:
             raise AssertionError("a per-call encode option was accepted")
+
+    @check
+    def copies_made_after_the_first_call_embed_the_same():
+        expected = ours.embed_texts(TEXTS)  # the model is loaded by now
+        for copied in (copy.deepcopy(ours), pickle.loads(pickle.dumps(ours))):
+            assert copied.embed_texts(TEXTS) == expected
+            assert asyncio.run(copied.aembed_texts(TEXTS)) == expected
+            assert copied.encoder is ours.encoder  # loaded again at first use: this process's shared model
 
     print(json.dumps({"checks": checks, "numbers": numbers}))
 

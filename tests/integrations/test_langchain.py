@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 
 import numpy as np
 import pytest
 from langchain_core.embeddings import Embeddings
 from loop_probe import distinct_texts, run_with_ticker
+from tests.copies import COPIES
 
 from simkernel.integrations.langchain import SimkernelEmbeddings
 
@@ -74,6 +76,18 @@ def test_bad_settings_are_refused_at_construction():
         SimkernelEmbeddings(threads=0)
     with pytest.raises(ValueError, match="batch_size"):
         SimkernelEmbeddings(batch_size=0)
+
+
+@pytest.mark.parametrize("how", sorted(COPIES))
+def test_copies_made_after_the_first_call_embed_the_same(minilm, texts, how, caplog):
+    adapter = ADAPTER(model=minilm, threads=2)
+    expected = embed_all(adapter, texts)  # loads the model
+    with caplog.at_level(logging.WARNING):
+        copied = COPIES[how](adapter)
+    assert not caplog.records  # nothing left out with a warning (LlamaIndex logs what it cannot pickle)
+    assert embed_all(copied, texts) == expected
+    assert asyncio.run(aembed_all(copied, texts)) == expected
+    assert copied.encoder is adapter.encoder  # loaded again at first use: this process's shared model
 
 
 def test_precision_int8_gives_the_int8_encoders_vectors(minilm, texts):

@@ -4,11 +4,13 @@ inside a real VectorStoreIndex."""
 from __future__ import annotations
 
 import asyncio
+import logging
 
 import numpy as np
 import pytest
 from llama_index.core.embeddings import BaseEmbedding
 from loop_probe import distinct_texts, run_with_ticker
+from tests.copies import COPIES
 
 from simkernel.integrations.llama_index import SimkernelEmbedding
 
@@ -106,6 +108,18 @@ def test_bad_settings_are_refused_at_construction():
         SimkernelEmbedding(precision="fp16")
     with pytest.raises(ValueError, match="threads"):
         SimkernelEmbedding(threads=-1)
+
+
+@pytest.mark.parametrize("how", sorted(COPIES))
+def test_copies_made_after_the_first_call_embed_the_same(minilm, texts, how, caplog):
+    adapter = ADAPTER(model=minilm, threads=2)
+    expected = embed_all(adapter, texts)  # loads the model
+    with caplog.at_level(logging.WARNING):
+        copied = COPIES[how](adapter)
+    assert not caplog.records  # nothing left out with a warning (LlamaIndex logs what it cannot pickle)
+    assert embed_all(copied, texts) == expected
+    assert asyncio.run(aembed_all(copied, texts)) == expected
+    assert copied.encoder is adapter.encoder  # loaded again at first use: this process's shared model
 
 
 def test_precision_int8_gives_the_int8_encoders_vectors(minilm, texts):

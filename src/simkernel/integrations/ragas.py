@@ -19,6 +19,7 @@ from typing import Any
 from simkernel.integrations._common import aembed, check_settings, embed, require, shared_encoder
 from simkernel.runtime.acquisition.registry import DEFAULT_MODEL
 from simkernel.runtime.inference.inputs import check_batch_size
+from simkernel.runtime.inference.lazy_model import LazyModelState
 
 try:
     from ragas.embeddings.base import BaseRagasEmbedding
@@ -35,7 +36,7 @@ def _no_options(method: str, kwargs: dict[str, Any]) -> None:
         )
 
 
-class SimkernelRagasEmbedding(BaseRagasEmbedding):
+class SimkernelRagasEmbedding(LazyModelState, BaseRagasEmbedding):
     """ragas embeddings computed by simkernel's ONNX runtime (no torch).
 
     Args:
@@ -50,7 +51,8 @@ class SimkernelRagasEmbedding(BaseRagasEmbedding):
 
     The model is the process-wide shared one, loaded at the first call. :meth:`embed_texts` and
     :meth:`aembed_texts` check their texts as ``HuggingFaceEmbeddings`` does (a non-empty list of
-    non-blank strings) and embed the whole list in one encoder call.
+    non-blank strings) and embed the whole list in one encoder call. ``copy.deepcopy`` and ``pickle`` work
+    after the first call too (a copy loads the model at its first use).
     """
 
     PROVIDER_NAME = "simkernel"
