@@ -15,7 +15,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from simkernel.integrations._common import aembed, check_settings, embed, require, shared_encoder
+from simkernel.integrations._common import (
+    aembed,
+    check_settings,
+    embed,
+    loaded_encoder,
+    require,
+    shared_encoder,
+)
 from simkernel.runtime.acquisition.registry import DEFAULT_MODEL
 from simkernel.runtime.inference.inputs import check_batch_size
 from simkernel.runtime.inference.lazy_model import LazyModelState
@@ -78,7 +85,7 @@ class SimkernelEmbeddings(LazyModelState, Embeddings):
 
     async def aembed_documents(self, texts: list[str]) -> list[list[float]]:
         """:meth:`embed_documents` awaited on :meth:`~simkernel.runtime.TextEncoder.aencode`."""
-        return await aembed(self.encoder, texts, self.batch_size, self.normalize)
+        return await aembed(await loaded_encoder(self), texts, self.batch_size, self.normalize)
 
     async def aembed_query(self, text: str) -> list[float]:
         return (await self.aembed_documents([text]))[0]

@@ -17,7 +17,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from simkernel.integrations._common import aembed, check_settings, embed, require, shared_encoder
+from simkernel.integrations._common import (
+    aembed,
+    check_settings,
+    embed,
+    loaded_encoder,
+    require,
+    shared_encoder,
+)
 from simkernel.runtime.acquisition.registry import DEFAULT_MODEL
 from simkernel.runtime.inference.inputs import check_batch_size
 
@@ -100,7 +107,7 @@ class SimkernelEmbedding(BaseEmbedding):
         return embed(self.encoder, texts, self.batch_size, self.normalize)
 
     async def _aget_text_embeddings(self, texts: list[str]) -> list[list[float]]:
-        return await aembed(self.encoder, texts, self.batch_size, self.normalize)
+        return await aembed(await loaded_encoder(self), texts, self.batch_size, self.normalize)
 
     def _get_query_embedding(self, query: str) -> list[float]:
         return self._get_text_embeddings([query])[0]

@@ -16,7 +16,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from simkernel.integrations._common import aembed, check_settings, embed, require, shared_encoder
+from simkernel.integrations._common import (
+    aembed,
+    check_settings,
+    embed,
+    loaded_encoder,
+    require,
+    shared_encoder,
+)
 from simkernel.runtime.acquisition.registry import DEFAULT_MODEL
 from simkernel.runtime.inference.inputs import check_batch_size
 from simkernel.runtime.inference.lazy_model import LazyModelState
@@ -90,7 +97,7 @@ class SimkernelRagasEmbedding(LazyModelState, BaseRagasEmbedding):
         return embed(self.encoder, texts, self.batch_size, self.normalize)
 
     async def _aencode(self, texts: list[str]) -> list[list[float]]:
-        return await aembed(self.encoder, texts, self.batch_size, self.normalize)
+        return await aembed(await loaded_encoder(self), texts, self.batch_size, self.normalize)
 
     def embed_text(self, text: str, **kwargs: Any) -> list[float]:
         """The vector of one text."""
