@@ -2,7 +2,8 @@
 
 Covers: add_component / connect / run, Pipeline.run_async (which calls the components' run_async),
 dumps() / loads() with the allowlist,
-loading a pipeline saved with Haystack's evaluators, Haystack's pre-init deserialisation callbacks,
+loading a pipeline saved with Haystack's evaluators (nested in SuperComponents too), Haystack's pre-init
+deserialisation callbacks,
 copy.deepcopy and pickle of a warmed-up pipeline (as of one holding Haystack's evaluator).
 """
 
@@ -12,7 +13,7 @@ import asyncio
 
 import numpy as np
 import pytest
-from haystack import Pipeline, component
+from haystack import Pipeline, SuperComponent, component
 from haystack.components.evaluators import AnswerExactMatchEvaluator as HaystackEM
 from haystack.components.evaluators import SASEvaluator as HaystackSAS
 from haystack.core.errors import DeserializationError, PipelineError
@@ -162,6 +163,32 @@ def test_pipeline_saved_with_haystacks_evaluators_loads_with_simkernels(minilm):
     assert type(sas) is SASEvaluator and sas._batch_size == 16 and sas._model == minilm
     assert type(loaded.get_component("em")) is AnswerExactMatchEvaluator
     assert saved["components"]["sas"]["type"] == "haystack.components.evaluators.sas_evaluator.SASEvaluator"
+
+
+def test_evaluators_in_nested_pipelines_become_simkernels(minilm, haystack_sas):
+    """Haystack's evaluators two SuperComponents deep load as simkernel's, and score as Haystack's does."""
+    inner = Pipeline()
+    inner.add_component("sas", HaystackSAS(model=minilm))
+    inner.add_component("em", HaystackEM())
+    middle = Pipeline()
+    scores = {"sas.individual_scores": "sas_scores", "em.individual_scores": "em_scores"}
+    middle.add_component("inner", SuperComponent(pipeline=inner, output_mapping=scores))
+    outer = Pipeline()
+    outer.add_component("middle", SuperComponent(pipeline=middle))
+    outer.add_component("em", HaystackEM())
+    saved = outer.to_dict()
+    loaded = Pipeline.from_dict(use_simkernel_evaluators(saved), allowed_modules=ALLOWED_MODULES)
+    assert saved == outer.to_dict()  # the input is left as it was
+
+    nested = loaded.get_component("middle").pipeline.get_component("inner").pipeline
+    assert type(nested.get_component("sas")) is SASEvaluator and nested.get_component("sas")._model == minilm
+    assert type(nested.get_component("em")) is AnswerExactMatchEvaluator
+    assert type(loaded.get_component("em")) is AnswerExactMatchEvaluator
+    answers = {"ground_truth_answers": GROUND_TRUTHS, "predicted_answers": PREDICTIONS}
+    result = loaded.run({"middle": answers, "em": answers})
+    expected = haystack_sas.run(**answers)
+    np.testing.assert_allclose(result["middle"]["sas_scores"], expected["individual_scores"], atol=ATOL)
+    assert result["middle"]["em_scores"] == result["em"]["individual_scores"] == [1, 0, 0, 0]
 
 
 def test_pre_init_callbacks_are_honoured(minilm):
