@@ -69,13 +69,14 @@ def test_aembed_documents_does_not_block_the_event_loop(minilm):
     assert elapsed > 0.3 and worst_gap < 0.1, (elapsed, worst_gap)
 
 
-def test_the_first_async_call_loads_the_model_off_the_event_loop(minilm):
-    """The first call loads the model (the shared instances cleared, so the load really happens here): it
-    runs on a worker thread while the loop keeps ticking (loaded on the loop, it stalls for all of it)."""
-    from simkernel.runtime import clear_shared_instances, get_text_encoder
+def test_the_first_async_call_loads_the_model_off_the_event_loop(minilm, monkeypatch):
+    """The first call loads the model (an empty registry of shared instances for this test, so the load
+    really happens here; the other tests' instances come back after it): it runs on a worker thread while
+    the loop keeps ticking (loaded on the loop, it stalls for all of it)."""
+    from simkernel.runtime import get_text_encoder
 
     before = get_text_encoder(minilm, threads=2)
-    clear_shared_instances()
+    monkeypatch.setattr("simkernel.runtime.shared._INSTANCES", {})
     adapter = ADAPTER(model=minilm, threads=2)
     vectors, worst_gap, elapsed = asyncio.run(run_with_ticker(aembed_all(adapter, ["the first call"])))
     assert adapter.encoder is not before and len(vectors) == 1  # a new model was loaded by this call
