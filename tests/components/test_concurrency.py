@@ -8,7 +8,7 @@
 - 100,000 SASEvaluator.run calls on 2 pairs: resident memory grows by at most 10 MB, and the numbers of
   open file descriptors and of threads do not change;
 - a process that loaded a model and then forks (multiprocessing "fork"), and children started with
-  "spawn", score as the parent does.
+  "spawn", score as the parent does; a warmed-up evaluator pickled to a ProcessPoolExecutor's worker too.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import asyncio
 import multiprocessing
 import os
 import threading
+from concurrent.futures import ProcessPoolExecutor
 
 import numpy as np
 import pytest
@@ -221,4 +222,14 @@ def test_forked_and_spawned_children_score_as_the_parent(minilm, method):
         if child.is_alive():
             child.kill()
     assert child.exitcode == 0
+    np.testing.assert_allclose(got, expected, atol=1e-6)
+
+
+def test_a_process_pool_runs_a_warmed_up_evaluator(minilm):
+    """The evaluator travels pickled (without its model and lock) and loads the model in the worker."""
+    sas = SASEvaluator(model=minilm)
+    sas.warm_up()
+    expected = sas.run(ground_truth_answers=GT, predicted_answers=PR)["individual_scores"]
+    with ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn")) as pool:
+        got = pool.submit(sas.run, GT, PR).result(timeout=120)["individual_scores"]
     np.testing.assert_allclose(got, expected, atol=1e-6)

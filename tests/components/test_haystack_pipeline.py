@@ -2,7 +2,9 @@
 
 Covers: add_component / connect / run, Pipeline.run_async (which calls the components' run_async),
 dumps() / loads() with the allowlist,
-loading a pipeline saved with Haystack's evaluators, Haystack's pre-init deserialisation callbacks.
+loading a pipeline saved with Haystack's evaluators (nested in SuperComponents too), Haystack's pre-init
+deserialisation callbacks,
+copy.deepcopy and pickle of a warmed-up pipeline (as of one holding Haystack's evaluator).
 """
 
 from __future__ import annotations
@@ -11,12 +13,13 @@ import asyncio
 
 import numpy as np
 import pytest
-from haystack import Pipeline, component
+from haystack import Pipeline, SuperComponent, component
 from haystack.components.evaluators import AnswerExactMatchEvaluator as HaystackEM
 from haystack.components.evaluators import SASEvaluator as HaystackSAS
 from haystack.core.errors import DeserializationError, PipelineError
 from haystack.core.serialization import DeserializationCallbacks
 from haystack.utils import ComponentDevice
+from tests.copies import COPIES
 
 from simkernel.components import (
     ALLOWED_MODULES,
@@ -81,6 +84,29 @@ def test_pipeline_runs_simkernel_next_to_haystack(minilm, haystack_sas):
     assert result["sas"]["score"] == pytest.approx(result["haystack_sas"]["score"], abs=ATOL)
 
 
+@pytest.mark.parametrize("how", sorted(COPIES))
+def test_a_warmed_up_pipeline_copies_as_one_with_haystacks_evaluator(minilm, minilm_checkpoint, how):
+    copy_of = COPIES[how]
+    haystack_sas = HaystackSAS(model=str(minilm_checkpoint), device=ComponentDevice.from_str("cpu"))
+    pipe = evaluation_pipeline(minilm, haystack_sas)
+    names = ["sas", "em", "haystack_em", "haystack_sas"]
+    original = pipe.run(pipeline_inputs(names))  # warms both evaluators up
+    ours = pipe.get_component("sas")
+
+    copied = copy_of(pipe)
+    theirs = copied.get_component("sas")
+    assert theirs is not ours and theirs._lock is not ours._lock
+    assert theirs._similarity_model is None  # the copy loads at its first run ...
+    again = copied.run(pipeline_inputs(names))
+    assert theirs._similarity_model is ours._similarity_model  # ... this process's shared model
+    assert again["sas"]["individual_scores"] == original["sas"]["individual_scores"]
+    assert again["sas"]["score"] == original["sas"]["score"]
+    np.testing.assert_allclose(
+        again["sas"]["individual_scores"], again["haystack_sas"]["individual_scores"], atol=ATOL
+    )
+    assert pipe.run(pipeline_inputs(names))["sas"] == original["sas"]  # the original is untouched
+
+
 def test_sockets_are_haystacks():
     sas, haystack = SASEvaluator(), HaystackSAS()
     ours = sas.__haystack_output__._sockets_dict
@@ -137,6 +163,32 @@ def test_pipeline_saved_with_haystacks_evaluators_loads_with_simkernels(minilm):
     assert type(sas) is SASEvaluator and sas._batch_size == 16 and sas._model == minilm
     assert type(loaded.get_component("em")) is AnswerExactMatchEvaluator
     assert saved["components"]["sas"]["type"] == "haystack.components.evaluators.sas_evaluator.SASEvaluator"
+
+
+def test_evaluators_in_nested_pipelines_become_simkernels(minilm, haystack_sas):
+    """Haystack's evaluators two SuperComponents deep load as simkernel's, and score as Haystack's does."""
+    inner = Pipeline()
+    inner.add_component("sas", HaystackSAS(model=minilm))
+    inner.add_component("em", HaystackEM())
+    middle = Pipeline()
+    scores = {"sas.individual_scores": "sas_scores", "em.individual_scores": "em_scores"}
+    middle.add_component("inner", SuperComponent(pipeline=inner, output_mapping=scores))
+    outer = Pipeline()
+    outer.add_component("middle", SuperComponent(pipeline=middle))
+    outer.add_component("em", HaystackEM())
+    saved = outer.to_dict()
+    loaded = Pipeline.from_dict(use_simkernel_evaluators(saved), allowed_modules=ALLOWED_MODULES)
+    assert saved == outer.to_dict()  # the input is left as it was
+
+    nested = loaded.get_component("middle").pipeline.get_component("inner").pipeline
+    assert type(nested.get_component("sas")) is SASEvaluator and nested.get_component("sas")._model == minilm
+    assert type(nested.get_component("em")) is AnswerExactMatchEvaluator
+    assert type(loaded.get_component("em")) is AnswerExactMatchEvaluator
+    answers = {"ground_truth_answers": GROUND_TRUTHS, "predicted_answers": PREDICTIONS}
+    result = loaded.run({"middle": answers, "em": answers})
+    expected = haystack_sas.run(**answers)
+    np.testing.assert_allclose(result["middle"]["sas_scores"], expected["individual_scores"], atol=ATOL)
+    assert result["middle"]["em_scores"] == result["em"]["individual_scores"] == [1, 0, 0, 0]
 
 
 def test_pre_init_callbacks_are_honoured(minilm):

@@ -11,8 +11,10 @@ own HuggingFaceEmbeddings (sentence-transformers) on the same checkpoint.
 from __future__ import annotations
 
 import asyncio
+import copy
 import csv
 import json
+import pickle
 import sys
 import traceback
 
@@ -127,6 +129,27 @@ def main() -> None:
             assert "batch_size / normalize on the constructor" in str(exc), exc
         else:
             raise AssertionError("a per-call encode option was accepted")
+
+    @check
+    def copies_made_after_the_first_call_embed_the_same():
+        expected = ours.embed_texts(TEXTS)  # the model is loaded by now
+        for copied in (copy.deepcopy(ours), pickle.loads(pickle.dumps(ours))):
+            assert copied.embed_texts(TEXTS) == expected
+            assert asyncio.run(copied.aembed_texts(TEXTS)) == expected
+            assert copied.encoder is ours.encoder  # loaded again at first use: this process's shared model
+
+    @check
+    def the_first_async_call_loads_the_model_off_the_event_loop():
+        # the last check: it clears the shared instances, so the load really happens in this call; loaded
+        # on the loop, the ticker would stall for all of it
+        from simkernel.runtime import clear_shared_instances
+
+        before = ours.encoder
+        clear_shared_instances()
+        fresh = SimkernelRagasEmbedding(model=model, threads=2)
+        vectors, worst_gap, elapsed = asyncio.run(run_with_ticker(fresh.aembed_texts(["the first call"])))
+        assert fresh.encoder is not before and len(vectors) == 1  # a new model was loaded by this call
+        assert worst_gap < elapsed / 2, (worst_gap, elapsed)
 
     print(json.dumps({"checks": checks, "numbers": numbers}))
 

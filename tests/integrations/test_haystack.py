@@ -20,6 +20,7 @@ from haystack_integrations.components.embedders.sentence_transformers import (
 from haystack_integrations.components.rankers.sentence_transformers import (
     SentenceTransformersSimilarityRanker,
 )
+from tests.copies import COPIES
 
 from simkernel.components import ALLOWED_MODULES
 from simkernel.components.embedders import SimkernelDocumentEmbedder, SimkernelTextEmbedder
@@ -202,6 +203,47 @@ def test_serialised_pipeline_loads_with_the_allowed_modules(minilm, cross_encode
         " | ",
     )
     assert loaded.get_component("ranker").top_k == 2
+
+
+@pytest.mark.parametrize("how", sorted(COPIES))
+def test_a_warmed_up_pipeline_copies_with_the_same_outputs(minilm, cross_encoder_model, how):
+    """copy.deepcopy / pickle of a Pipeline holding the three components, after a run (Haystack's own
+    InMemoryDocumentStore is left out: it holds a thread pool, which neither can copy)."""
+    copy_of = COPIES[how]
+    pipeline = Pipeline()
+    pipeline.add_component(
+        "text_embedder", SimkernelTextEmbedder(model=minilm, threads=2, progress_bar=False)
+    )
+    pipeline.add_component(
+        "document_embedder",
+        SimkernelDocumentEmbedder(
+            model=minilm, threads=2, progress_bar=False, meta_fields_to_embed=["topic"]
+        ),
+    )
+    pipeline.add_component("ranker", SimkernelSimilarityRanker(model=cross_encoder_model, threads=2, top_k=3))
+    query = next(iter(QUERIES))
+    inputs = {
+        "text_embedder": {"text": query},
+        "document_embedder": {"documents": DOCUMENTS},
+        "ranker": {"query": query, "documents": DOCUMENTS},
+    }
+
+    def outputs(result: dict) -> tuple:
+        return (
+            result["text_embedder"]["embedding"],
+            [d.embedding for d in result["document_embedder"]["documents"]],
+            [(d.id, d.score) for d in result["ranker"]["documents"]],
+        )
+
+    expected = outputs(pipeline.run(inputs))  # warms the three up
+    copied = copy_of(pipeline)
+    for name in ("text_embedder", "document_embedder", "ranker"):
+        ours, theirs = pipeline.get_component(name), copied.get_component(name)
+        assert theirs is not ours and theirs._lock is not ours._lock and theirs.to_dict() == ours.to_dict()
+    assert outputs(copied.run(inputs)) == expected
+    # the copies loaded this process's shared models at their first run
+    assert copied.get_component("text_embedder")._encoder is pipeline.get_component("text_embedder")._encoder
+    assert copied.get_component("ranker")._cross_encoder is pipeline.get_component("ranker")._cross_encoder
 
 
 def test_warm_up_loads_the_shared_model_once(minilm):

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 
 import numpy as np
 import pytest
 from langchain_core.embeddings import Embeddings
 from loop_probe import distinct_texts, run_with_ticker
+from tests.copies import COPIES
 
 from simkernel.integrations.langchain import SimkernelEmbeddings
 
@@ -67,6 +69,20 @@ def test_aembed_documents_does_not_block_the_event_loop(minilm):
     assert elapsed > 0.3 and worst_gap < 0.1, (elapsed, worst_gap)
 
 
+def test_the_first_async_call_loads_the_model_off_the_event_loop(minilm, monkeypatch):
+    """The first call loads the model (an empty registry of shared instances for this test, so the load
+    really happens here; the other tests' instances come back after it): it runs on a worker thread while
+    the loop keeps ticking (loaded on the loop, it stalls for all of it)."""
+    from simkernel.runtime import get_text_encoder
+
+    before = get_text_encoder(minilm, threads=2)
+    monkeypatch.setattr("simkernel.runtime.shared._INSTANCES", {})
+    adapter = ADAPTER(model=minilm, threads=2)
+    vectors, worst_gap, elapsed = asyncio.run(run_with_ticker(aembed_all(adapter, ["the first call"])))
+    assert adapter.encoder is not before and len(vectors) == 1  # a new model was loaded by this call
+    assert worst_gap < elapsed / 2, (worst_gap, elapsed)
+
+
 def test_bad_settings_are_refused_at_construction():
     with pytest.raises(ValueError, match="precision"):
         SimkernelEmbeddings(precision="fp16")
@@ -74,6 +90,18 @@ def test_bad_settings_are_refused_at_construction():
         SimkernelEmbeddings(threads=0)
     with pytest.raises(ValueError, match="batch_size"):
         SimkernelEmbeddings(batch_size=0)
+
+
+@pytest.mark.parametrize("how", sorted(COPIES))
+def test_copies_made_after_the_first_call_embed_the_same(minilm, texts, how, caplog):
+    adapter = ADAPTER(model=minilm, threads=2)
+    expected = embed_all(adapter, texts)  # loads the model
+    with caplog.at_level(logging.WARNING):
+        copied = COPIES[how](adapter)
+    assert not caplog.records  # nothing left out with a warning (LlamaIndex logs what it cannot pickle)
+    assert embed_all(copied, texts) == expected
+    assert asyncio.run(aembed_all(copied, texts)) == expected
+    assert copied.encoder is adapter.encoder  # loaded again at first use: this process's shared model
 
 
 def test_precision_int8_gives_the_int8_encoders_vectors(minilm, texts):

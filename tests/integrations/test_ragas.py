@@ -18,6 +18,8 @@ CHECKS = [
     "one_encoder_call_per_list",
     "aembed_texts_does_not_block_the_event_loop",
     "texts_are_checked_as_ragas_does",
+    "copies_made_after_the_first_call_embed_the_same",
+    "the_first_async_call_loads_the_model_off_the_event_loop",
 ]
 
 

@@ -36,7 +36,9 @@ def run_checks(
     from simkernel.runtime.store import bundles as store
 
     env = {**os.environ, "SIMKERNEL_HOME": str(store.store_root()), "HF_HUB_OFFLINE": "1", **(env or {})}
-    env.pop("PYTHONPATH", None)  # the venv's own packages, this checkout's src/ by its .pth
+    # the venv's own packages, and this checkout's src/ first: the venv's .pth names the checkout that built
+    # it, which a second checkout (a git worktree) sharing the venv is not
+    env["PYTHONPATH"] = str(REPO / "src")
     run = subprocess.run(
         [str(python(name)), str(HERE / script), *args],
         capture_output=True,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+from unittest import mock
 
 import numpy as np
 import pytest
@@ -145,6 +146,54 @@ def test_mixed_metrics_keep_their_order(default_model_ready, embedding_server):
             "judge-model",
             None,
         )
+
+
+class StrictReferenceMatch(ReferenceMatchMetric):
+    """A user's subclass with its own rule: an answer longer than 40 characters fails."""
+
+    async def evaluate(self, test_case):
+        result = await super().evaluate(test_case)
+        if len(test_case.actual_output) > 40:
+            result.update(score=0.0, success=False, reason="answer too long")
+        return result
+
+
+def test_subclass_overriding_evaluate_is_evaluated_case_by_case(spy_encoder):
+    cases = make_cases(12)
+    strict = StrictReferenceMatch(references=REFS, embedding_provider="local")
+    plain = ReferenceMatchMetric(references=REFS, embedding_provider="local")
+    spy = spy_encoder(plain.provider)
+    results = asyncio.run(evaluate(cases, [strict, plain], verbose=False))
+
+    alone = [asyncio.run(strict.evaluate(case)) for case in cases]  # the reference: one case at a time
+    got = [case_result.metrics_data[0] for _, [case_result] in results]
+    assert [(m.score, m.success, m.reason) for m in got] == [
+        (pytest.approx(a["score"], abs=1e-6), a["success"], a["reason"]) for a in alone
+    ]
+    assert sum(m.reason == "answer too long" for m in got) == sum(len(o) > 40 for o in OUTPUTS[:6]) * 2
+    assert len(spy.calls) == 1  # the plain metric beside it is still batched
+
+
+def test_patched_evaluate_is_awaited_for_every_case(default_model_ready):
+    cases = make_cases(4)
+    metric = ReferenceMatchMetric(references=REFS, embedding_provider="local")
+    fake = {"name": metric.name, "score": 0.5, "success": True, "reason": "mocked", "evaluation_cost": 0}
+    with mock.patch.object(metric, "evaluate", mock.AsyncMock(return_value=fake)) as patched:
+        results = asyncio.run(evaluate(cases, [metric], verbose=False))
+    assert patched.await_args_list == [mock.call(case) for case in cases]
+    assert [r[1][0].metrics_data[0].reason for r in results] == ["mocked"] * len(cases)
+
+
+def test_patched_provider_embed_is_awaited_case_by_case(default_model_ready):
+    """The batch stands in for the provider's embed too: a patched one gets eval_lib's per-case calls."""
+    cases = make_cases(3)
+    metric = ReferenceMatchMetric(references=REFS[:2], embedding_provider="local")
+    vectors = np.array([[1.0, 0.0], [0.6, 0.8], [0.0, 1.0]])
+    with mock.patch.object(metric.provider, "embed", mock.AsyncMock(return_value=(vectors, 0.0))) as patched:
+        results = asyncio.run(evaluate(cases, [metric], verbose=False))
+    assert patched.await_args_list == [mock.call([c.actual_output, *REFS[:2]]) for c in cases]
+    want, _ = eval_lib_formula(vectors, "max")
+    assert [r[1][0].metrics_data[0].score for r in results] == [pytest.approx(want)] * len(cases)
 
 
 def test_metric_without_references_in_a_batch(spy_encoder):

@@ -1,5 +1,5 @@
-"""The metrics' local provider with its own settings (``precision="int8"``, ``threads``, ``batch_size``), and
-one model shared by a metric and a SASEvaluator.
+"""The metrics' local provider with its own settings (``precision="int8"``, ``threads``, ``batch_size``),
+one model shared by a metric and a SASEvaluator, and copies of a metric (deepcopy, pickle) that has scored.
 
 What onnxruntime really received is read from the sessions made during the test (``onnx_sessions``,
 tests/conftest.py); embeddings and scores are checked against sentence-transformers on the same checkpoint.
@@ -11,6 +11,7 @@ import asyncio
 
 import numpy as np
 import pytest
+from tests.copies import COPIES
 
 from simkernel.components.evaluators import SASEvaluator
 from simkernel.metrics import EvalTestCase, evaluate
@@ -95,6 +96,19 @@ def test_evaluator_and_metric_share_one_model(default_model_ready, onnx_sessions
         evaluator.run(ground_truth_answers=ground_truths[:1], predicted_answers=predictions[:1])["score"],
         abs=1e-6,
     )  # Paris vs its own ground truth is the best of the three references
+
+
+@pytest.mark.parametrize("how", sorted(COPIES))
+def test_a_metric_copied_after_scoring_gives_the_same_results(default_model_ready, how):
+    metric = ReferenceMatchMetric(references=REFERENCES, embedding_provider="local")
+    cases = [EvalTestCase(input="q", actual_output=text) for text in TEXTS]
+    expected = [asyncio.run(metric.evaluate(case)) for case in cases]  # loads the model
+    copied = COPIES[how](metric)
+    assert copied.provider is not metric.provider and copied.provider._lock is not metric.provider._lock
+    assert [asyncio.run(copied.evaluate(case)) for case in cases] == expected
+    batched = asyncio.run(evaluate(cases, [copied], verbose=False))  # the batched path, on the copy
+    assert [r.metrics_data[0].score for _, [r] in batched] == [e["score"] for e in expected]
+    assert copied.provider.encoder is metric.provider.encoder  # loaded again: this process's shared model
 
 
 @pytest.fixture

@@ -94,7 +94,63 @@ def test_scores_failure_message_and_summary(pytester, st_model, tmp_path):
     assert line.startswith("simkernel semantic: 3 comparisons, 1 below the threshold; lowest passing score ")
     lowest = float(re.search(r"lowest passing score ([-0-9.]+)", line).group(1))
     assert lowest == pytest.approx(passing, abs=1e-4)
-    assert line.endswith("; 1 model load in 1 process")
+    assert "; 1 model load in 1 process; 1 comparison of non-Latin text on the English-only " in line
+
+
+ENGLISH_ONLY_WARNING = (
+    "UserWarning: the semantic fixture compared non-Latin text (e.g. Russian, Chinese) but "
+    "sentence-transformers/all-MiniLM-L6-v2 is English-only: it splits such text into characters and "
+    "those scores are not meaningful; use a multilingual model such as --semantic-model "
+    "sentence-transformers/paraphrase-multilingual-MiniLM-L12-v2"
+)
+
+
+def test_non_latin_text_on_the_english_only_model_is_flagged(pytester, st_model, tmp_path):
+    """Unrelated Russian sentences pass the default model's calibrated threshold: the run says so, with a
+    warning (once per model and process), a note in the failure report and the summary line."""
+    russian = (
+        "Сегодня в Москве солнечно, температура около двадцати градусов.",
+        "Пароль можно восстановить через ссылку, отправленную на вашу электронную почту.",
+    )
+    chinese = ("今天北京天气晴朗。", "请点击登录页面上的链接重置密码。")
+    pytester.makepyfile(
+        test_languages=f"""
+        import json
+
+        def test_russian_unrelated(semantic):
+            result = semantic.similar(*{russian!r})
+            with open({str(tmp_path / "score.json")!r}, "w") as handle:
+                json.dump(result.score, handle)
+            assert result.note is not None
+
+        def test_chinese_unrelated(semantic):
+            assert semantic.score(*{chinese!r}) < 1.0
+            assert semantic.similar(*{chinese!r}, threshold=0.99)
+
+        def test_english(semantic):
+            result = semantic.similar("The capital of France is Paris.", "Paris is France's capital city.")
+            assert result and result.note is None
+        """
+    )
+    result = run(pytester)
+    result.assert_outcomes(passed=2, failed=1, warnings=1)
+    # the unrelated Russian pair passed: sentence-transformers' cosine on the same checkpoint is above
+    # the calibrated threshold too, so only the note tells the user that this pass means nothing
+    score = json.loads((tmp_path / "score.json").read_text())
+    x, y = st_model.encode(list(russian), convert_to_numpy=True).astype(np.float64)
+    assert score == pytest.approx(float(x @ y / np.linalg.norm(x) / np.linalg.norm(y)), abs=1e-5)
+    assert score >= FP32_THRESHOLD
+    out = result.stdout.str()
+    assert out.count(ENGLISH_ONLY_WARNING) == 1  # the first comparison's warning, in the warnings summary
+    assert "test_languages.py::test_russian_unrelated" in out.split("warnings summary")[1]
+    note = ENGLISH_ONLY_WARNING.removeprefix("UserWarning: ")
+    assert f"  note            {note}" in out  # the failing Chinese comparison's report section
+    assert summary_line(result) == (
+        "simkernel semantic: 3 comparisons, 1 below the threshold; lowest passing score "
+        f"{min(score, 1.0):.4f} (threshold {FP32_THRESHOLD:.4f}); 1 model load in 1 process; "
+        "2 comparisons of non-Latin text on the English-only sentence-transformers/all-MiniLM-L6-v2: "
+        "those scores are not meaningful, use a multilingual model (see the warnings)"
+    )
 
 
 def test_several_expected_texts_best_match_counts(pytester):

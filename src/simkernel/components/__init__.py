@@ -15,7 +15,8 @@
   classes from allowlisted modules, so load with ``Pipeline.loads(text, allowed_modules=ALLOWED_MODULES)``
   (one list for all of them: :mod:`simkernel.components.serialization`).
 - A pipeline saved with Haystack's own evaluators loads with simkernel's after
-  :func:`use_simkernel_evaluators` (rewrites their ``type`` strings); both classes' ``from_dict`` also accept
+  :func:`use_simkernel_evaluators` (rewrites their ``type`` strings, in nested pipelines too, e.g. a
+  ``SuperComponent``'s); both classes' ``from_dict`` also accept
   Haystack's type strings.
 - :class:`Secret`: Haystack's ``Secret`` API (``from_env_var`` / ``from_token``) without haystack; Haystack's
   own ``Secret`` objects are accepted as well.

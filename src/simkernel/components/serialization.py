@@ -71,13 +71,34 @@ def check_type(data: dict[str, Any], cls: type, accepted: tuple[str, ...]) -> No
 
 def use_simkernel_evaluators(pipeline_data: dict[str, Any]) -> dict[str, Any]:
     """Copy of a serialised Haystack pipeline (``Pipeline.to_dict()`` or its parsed YAML) whose
-    SASEvaluator and AnswerExactMatchEvaluator components are simkernel's (the others stay as they are).
+    SASEvaluator and AnswerExactMatchEvaluator components are simkernel's (the others stay as they are),
+    in nested pipelines too (a ``SuperComponent``'s ``init_parameters.pipeline``, a ``PipelineTool``'s
+    ``data.pipeline``, at any depth).
 
     >>> data = use_simkernel_evaluators(yaml.safe_load(open("pipeline.yaml")))
     >>> pipe = Pipeline.from_dict(data, allowed_modules=ALLOWED_MODULES)
     """
     out = copy.deepcopy(pipeline_data)
-    for component in (out.get("components") or {}).values():
-        if isinstance(component, dict) and component.get("type") in HAYSTACK_TO_SIMKERNEL:
-            component["type"] = HAYSTACK_TO_SIMKERNEL[component["type"]]
+    _use_simkernel_in_pipeline(out)
     return out
+
+
+def _use_simkernel_in_pipeline(pipeline_data: dict[str, Any]) -> None:
+    for component in (pipeline_data.get("components") or {}).values():
+        if isinstance(component, dict):
+            if component.get("type") in HAYSTACK_TO_SIMKERNEL:
+                component["type"] = HAYSTACK_TO_SIMKERNEL[component["type"]]
+            _use_simkernel_in_nested_pipelines(component)
+
+
+def _use_simkernel_in_nested_pipelines(value: Any) -> None:
+    """Rewrite every serialised pipeline (a dict with a ``components`` dict) inside ``value``."""
+    if isinstance(value, dict):
+        if isinstance(value.get("components"), dict):
+            _use_simkernel_in_pipeline(value)
+            return
+        for item in value.values():
+            _use_simkernel_in_nested_pipelines(item)
+    elif isinstance(value, list):
+        for item in value:
+            _use_simkernel_in_nested_pipelines(item)

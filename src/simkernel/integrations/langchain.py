@@ -15,9 +15,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from simkernel.integrations._common import aembed, check_settings, embed, require, shared_encoder
+from simkernel.integrations._common import (
+    aembed,
+    check_settings,
+    embed,
+    loaded_encoder,
+    require,
+    shared_encoder,
+)
 from simkernel.runtime.acquisition.registry import DEFAULT_MODEL
 from simkernel.runtime.inference.inputs import check_batch_size
+from simkernel.runtime.inference.lazy_model import LazyModelState
 
 try:
     from langchain_core.embeddings import Embeddings
@@ -26,7 +34,7 @@ except ImportError:  # pragma: no cover - raises MissingDependencyError naming t
     raise
 
 
-class SimkernelEmbeddings(Embeddings):
+class SimkernelEmbeddings(LazyModelState, Embeddings):
     """LangChain embeddings computed by simkernel's ONNX runtime (no torch).
 
     Args:
@@ -38,7 +46,8 @@ class SimkernelEmbeddings(Embeddings):
         normalize: L2-normalise the vectors (default True; ``HuggingFaceEmbeddings``'
             ``encode_kwargs={"normalize_embeddings": ...}``).
 
-    The model is the process-wide shared one, loaded at the first call.
+    The model is the process-wide shared one, loaded at the first call; ``copy.deepcopy`` and ``pickle``
+    work after it too (a copy loads the model at its first use).
     """
 
     def __init__(
@@ -76,7 +85,7 @@ class SimkernelEmbeddings(Embeddings):
 
     async def aembed_documents(self, texts: list[str]) -> list[list[float]]:
         """:meth:`embed_documents` awaited on :meth:`~simkernel.runtime.TextEncoder.aencode`."""
-        return await aembed(self.encoder, texts, self.batch_size, self.normalize)
+        return await aembed(await loaded_encoder(self), texts, self.batch_size, self.normalize)
 
     async def aembed_query(self, text: str) -> list[float]:
         return (await self.aembed_documents([text]))[0]

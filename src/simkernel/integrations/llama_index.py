@@ -17,7 +17,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from simkernel.integrations._common import aembed, check_settings, embed, require, shared_encoder
+from simkernel.integrations._common import (
+    aembed,
+    check_settings,
+    embed,
+    loaded_encoder,
+    require,
+    shared_encoder,
+)
 from simkernel.runtime.acquisition.registry import DEFAULT_MODEL
 from simkernel.runtime.inference.inputs import check_batch_size
 
@@ -43,7 +50,8 @@ class SimkernelEmbedding(BaseEmbedding):
         normalize: L2-normalise the vectors (default True).
         embed_batch_size: texts LlamaIndex hands over per call (default 2,048, its maximum).
 
-    The model is the process-wide shared one, loaded at the first call.
+    The model is the process-wide shared one, loaded at the first call; ``copy.deepcopy`` and ``pickle``
+    work after it too (a copy loads the model at its first use).
     """
 
     precision: str = Field(default="fp32", description="fp32, int8 or bf16")
@@ -79,12 +87,27 @@ class SimkernelEmbedding(BaseEmbedding):
             self._encoder = shared_encoder(self.model_name, self.precision, self.threads)
         return self._encoder
 
+    # A loaded model cannot be copied or pickled (its locks and sessions): copies leave it out and load it
+    # at their first use (the shared instance of their process), as LazyModelState does for plain classes.
+    def __deepcopy__(self, memo: dict[int, Any] | None = None) -> SimkernelEmbedding:
+        memo = {} if memo is None else memo
+        if self._encoder is not None:
+            memo[id(self._encoder)] = None  # deepcopy returns what the memo holds: the copy gets None
+        return super().__deepcopy__(memo)
+
+    def __getstate__(self) -> dict[Any, Any]:
+        # LlamaIndex's __getstate__ drops what it cannot pickle, with a logged warning: hand it a shallow
+        # copy without the model
+        unloaded = self.model_copy()
+        unloaded._encoder = None
+        return super(SimkernelEmbedding, unloaded).__getstate__()
+
     def _get_text_embeddings(self, texts: list[str]) -> list[list[float]]:
         """One vector per text, in order: one encoder call for the whole list."""
         return embed(self.encoder, texts, self.batch_size, self.normalize)
 
     async def _aget_text_embeddings(self, texts: list[str]) -> list[list[float]]:
-        return await aembed(self.encoder, texts, self.batch_size, self.normalize)
+        return await aembed(await loaded_encoder(self), texts, self.batch_size, self.normalize)
 
     def _get_query_embedding(self, query: str) -> list[float]:
         return self._get_text_embeddings([query])[0]

@@ -16,9 +16,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from simkernel.integrations._common import aembed, check_settings, embed, require, shared_encoder
+from simkernel.integrations._common import (
+    aembed,
+    check_settings,
+    embed,
+    loaded_encoder,
+    require,
+    shared_encoder,
+)
 from simkernel.runtime.acquisition.registry import DEFAULT_MODEL
 from simkernel.runtime.inference.inputs import check_batch_size
+from simkernel.runtime.inference.lazy_model import LazyModelState
 
 try:
     from ragas.embeddings.base import BaseRagasEmbedding
@@ -35,7 +43,7 @@ def _no_options(method: str, kwargs: dict[str, Any]) -> None:
         )
 
 
-class SimkernelRagasEmbedding(BaseRagasEmbedding):
+class SimkernelRagasEmbedding(LazyModelState, BaseRagasEmbedding):
     """ragas embeddings computed by simkernel's ONNX runtime (no torch).
 
     Args:
@@ -50,7 +58,8 @@ class SimkernelRagasEmbedding(BaseRagasEmbedding):
 
     The model is the process-wide shared one, loaded at the first call. :meth:`embed_texts` and
     :meth:`aembed_texts` check their texts as ``HuggingFaceEmbeddings`` does (a non-empty list of
-    non-blank strings) and embed the whole list in one encoder call.
+    non-blank strings) and embed the whole list in one encoder call. ``copy.deepcopy`` and ``pickle`` work
+    after the first call too (a copy loads the model at its first use).
     """
 
     PROVIDER_NAME = "simkernel"
@@ -88,7 +97,7 @@ class SimkernelRagasEmbedding(BaseRagasEmbedding):
         return embed(self.encoder, texts, self.batch_size, self.normalize)
 
     async def _aencode(self, texts: list[str]) -> list[list[float]]:
-        return await aembed(self.encoder, texts, self.batch_size, self.normalize)
+        return await aembed(await loaded_encoder(self), texts, self.batch_size, self.normalize)
 
     def embed_text(self, text: str, **kwargs: Any) -> list[float]:
         """The vector of one text."""

@@ -3,12 +3,14 @@
 ``await evaluate(test_cases, metrics, verbose=True, show_dashboard=False, session_name=None)`` returns
 ``[(None, [TestCaseResult]), ...]``, one tuple per test case in order, as eval_lib 0.8.2 does.
 
-How it runs: every simkernel vector metric with the "local" provider is scored for ALL test cases
+How it runs: every simkernel vector metric with the "local" provider (its ``evaluate`` and the provider's
+``embed`` neither overridden by a subclass nor patched on the instance) is scored for ALL test cases
 before the loop: the distinct texts of the whole batch (answers, references, expected outputs, across
 every such metric sharing one model) are embedded once, then each metric scores all its cases in one
 ragged ``cosine_reduce`` kernel call. Other metrics (the "openai" provider, custom providers, eval_lib's
 own metrics or any object with ``name``, ``threshold`` and ``async evaluate(test_case) -> dict``) are
-called case by case, in order, as eval_lib does. Results are identical to case-by-case evaluation.
+called case by case, in order, as eval_lib does; so is a vector metric whose ``evaluate`` a subclass
+overrides or a test patches. Results are identical to case-by-case evaluation.
 
 ``verbose=True`` prints eval_lib's progress layout; ``verbose=False`` prints nothing (eval_lib prints
 every result dict regardless). ``show_dashboard=True`` saves the session in ``.eval_cache/results.json``
@@ -85,12 +87,34 @@ def _check_metric(index: int, metric: Any) -> None:
         )
 
 
+# What the batched path stands in for: the metric's ``evaluate`` (it scores the case itself) and the
+# provider's ``embed`` (called once over the batch's texts, its cost taken as the local provider's 0.0).
+_BATCH_BYPASSED_METRIC_METHODS = ("evaluate",)
+_BATCH_BYPASSED_PROVIDER_METHODS = ("embed",)
+
+
+def _keeps_methods(obj: Any, base: type, names: tuple[str, ...]) -> bool:
+    """True when ``obj`` runs ``base``'s own ``names``: neither its class overrides one nor the instance
+    replaces one (``mock.patch.object(obj, name, ...)`` sets an instance attribute)."""
+    own = getattr(obj, "__dict__", {})
+    return all(getattr(type(obj), n, None) is getattr(base, n) and n not in own for n in names)
+
+
 def _local_group_key(metric: Any) -> tuple[Any, ...] | None:
-    """Metrics with equal keys share one encoder; None for metrics scored case by case."""
-    if isinstance(metric, _VectorMetric) and type(metric.provider) is LocalEmbeddingProvider:
-        p = metric.provider
-        return (p.model_id, p.precision, p.threads, p.batch_size)
-    return None
+    """Metrics with equal keys share one encoder; None for metrics scored case by case.
+
+    Only a metric whose results the batched path reproduces is batched: a simkernel vector metric on the
+    plain local provider, with neither ``evaluate`` nor the provider's ``embed`` overridden by a subclass
+    or replaced on the instance (a test's patch); any other is awaited case by case, as eval_lib does."""
+    if not isinstance(metric, _VectorMetric) or type(metric.provider) is not LocalEmbeddingProvider:
+        return None
+    if not (
+        _keeps_methods(metric, _VectorMetric, _BATCH_BYPASSED_METRIC_METHODS)
+        and _keeps_methods(metric.provider, LocalEmbeddingProvider, _BATCH_BYPASSED_PROVIDER_METHODS)
+    ):
+        return None
+    p = metric.provider
+    return (p.model_id, p.precision, p.threads, p.batch_size)
 
 
 async def _score_local_metrics(cases: list[Any], metrics: list[Any]) -> dict[int, list[dict[str, Any]]]:

@@ -17,7 +17,8 @@ reason and log strings (see ``scoring`` for the numerics). What differs, on purp
 - References given as a plain string raise ``TypeError`` (eval_lib fails later with a confusing error);
   non-string references raise ``ValueError`` naming the index.
 - ``simkernel.evaluate`` scores many cases of a local-provider metric in one embedding pass over the
-  distinct texts and one kernel call (eval_lib embeds ``[output] + references`` case by case).
+  distinct texts and one kernel call (eval_lib embeds ``[output] + references`` case by case); a subclass
+  that overrides ``evaluate`` (or a test that patches it) is awaited case by case instead.
 """
 
 from __future__ import annotations

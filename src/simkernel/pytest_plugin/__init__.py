@@ -19,7 +19,8 @@ Settings, each as an option or an ini key (an option wins, a call's own argument
 calibrated on human labels that the model's registry entry carries; a model without one needs a number).
 
 At the end of the run a terminal summary line counts the comparisons, how many fell below their threshold,
-the lowest passing score, and how many times the model was loaded in how many processes.
+the lowest passing score, how many times the model was loaded in how many processes, and how many
+comparisons held non-Latin text on an English-only model (each such model also warns once per process).
 """
 
 from __future__ import annotations

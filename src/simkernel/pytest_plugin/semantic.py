@@ -6,6 +6,12 @@ process-wide shared :class:`~simkernel.runtime.TextEncoder`; with several expect
 score counts. Each comparison is recorded in the test's ``user_properties`` (texts shortened to 200
 characters), which is how the terminal summary counts them, across pytest-xdist workers too.
 
+Non-Latin text (Russian, Chinese, ...) on an English-only model of the registry (the default,
+all-MiniLM-L6-v2) gets scores that say little about meaning (unrelated Russian sentences pass the
+calibrated threshold): the first such comparison of each model in a process warns (a ``UserWarning``, in
+pytest's warnings summary), and every such comparison carries the note, which the failure report and the
+terminal summary line show (:mod:`simkernel.scoring.notes` words it, as for ``simkernel score``).
+
 Why it embeds through the runtime, not the registry's ``sas`` scorer: a comparison names the expected
 text that scored best (``Similarity.best``) and the scorer returns only the best score; and the fixture
 compares with a bi-encoder's cosines only, where ``sas`` would switch to a cross-encoder's scores.
@@ -15,6 +21,7 @@ from __future__ import annotations
 
 import os
 import time
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -23,9 +30,11 @@ import numpy as np
 from simkernel.calibration.thresholds import CALIBRATED, Threshold, calibrated_threshold, resolve_threshold
 from simkernel.pytest_plugin.settings import PRECISIONS, Settings
 from simkernel.pytest_plugin.tally import RECORD_KEY
+from simkernel.scoring.notes import english_only_warning, non_latin_rows
 
 REPR_TEXT_CHARS = 40  # each text in the one-line repr (pytest shortens reprs past 240 characters)
 RECORD_TEXT_CHARS = 200
+MODEL_OPTION = "--semantic-model"  # how a user of the fixture picks another model (named in the notes)
 
 
 def shorten(text: str, limit: int) -> str:
@@ -42,6 +51,7 @@ class Engine:
         self.loads = 0
         self.load_s = 0.0
         self._encoders: dict[tuple[str, str], object] = {}
+        self._warned: set[str] = set()  # models whose English-only warning this process gave
 
     def cosines(self, actual: str, expected: list[str], model: str, precision: str) -> np.ndarray:
         """float32 cosine of ``actual`` with each of ``expected``."""
@@ -62,6 +72,19 @@ class Engine:
             self._encoders[(model, precision)] = encoder
         return encoder
 
+    def language_note(self, actual: str, expected: list[str], model: str) -> str | None:
+        """The note when the texts hold non-Latin text and ``model`` is English-only, else None; the first
+        such comparison of each model in this process also warns (pointing at the test's line)."""
+        if not non_latin_rows([actual], [expected]):
+            return None
+        note = english_only_warning(model, "the semantic fixture compared", MODEL_OPTION)
+        if note is not None and model not in self._warned:
+            self._warned.add(model)
+            warnings.warn(
+                note, UserWarning, stacklevel=3
+            )  # language_note <- similar() or score() <- the test
+        return note
+
     def threshold(self, given: object, model: str, precision: str) -> Threshold:
         """A call's ``threshold=`` if given, else the run's setting; ``"calibrated"`` from the registry."""
         if given is not None:
@@ -80,7 +103,8 @@ class Engine:
 @dataclass(frozen=True)
 class Similarity:
     """One comparison: truthy when ``score >= threshold``. ``best`` is the expected text that scored
-    highest; ``threshold_source`` says where the threshold came from."""
+    highest; ``threshold_source`` says where the threshold came from; ``note`` is the English-only note
+    when the texts hold non-Latin text and the model is English-only, else None."""
 
     score: float
     threshold: float
@@ -90,6 +114,7 @@ class Similarity:
     actual: str
     expected: tuple[str, ...]
     best: str
+    note: str | None = None
 
     @property
     def passed(self) -> bool:
@@ -120,6 +145,7 @@ class Similarity:
             "expected": [shorten(t, RECORD_TEXT_CHARS) for t in self.expected],
             "best": shorten(self.best, RECORD_TEXT_CHARS),
             "passed": self.passed,
+            "note": self.note,
         }
 
 
@@ -137,6 +163,8 @@ def explain(record: dict) -> str:
     else:
         lines.append(f"  expected        best of {len(record['expected'])}: {record['best']!r}")
         lines.extend(f"                  {text!r}" for text in record["expected"])
+    if record.get("note"):
+        lines.append(f"  note            {record['note']}")
     return "\n".join(lines)
 
 
@@ -166,6 +194,7 @@ class Semantic:
         texts = _expected_texts(expected)
         _check_text(actual, "actual")
         limit = self._engine.threshold(threshold, model, precision)
+        note = self._engine.language_note(actual, texts, model)
         cosines = self._engine.cosines(actual, texts, model, precision)
         best = int(np.argmax(cosines))
         result = Similarity(
@@ -177,6 +206,7 @@ class Semantic:
             actual=actual,
             expected=tuple(texts),
             best=texts[best],
+            note=note,
         )
         self._record((RECORD_KEY, {**result.record(), "pid": os.getpid(), "loads": self._engine.loads}))
         return result
@@ -186,6 +216,7 @@ class Semantic:
         model, precision = self._model(model, precision)
         _check_text(a, "a")
         _check_text(b, "b")
+        self._engine.language_note(a, [b], model)
         return float(self._engine.cosines(a, [b], model, precision)[0])
 
     def _model(self, model: str | None, precision: str | None) -> tuple[str, str]:

@@ -9,13 +9,15 @@ RECORD_KEY = "simkernel_semantic"  # name of the user property each comparison i
 
 
 class Tally:
-    """Comparisons, how many fell below their threshold, the lowest passing score, model loads per process."""
+    """Comparisons, how many fell below their threshold, the lowest passing score, model loads per process,
+    comparisons of non-Latin text on an English-only model (per model)."""
 
     def __init__(self) -> None:
         self.comparisons = 0
         self.below = 0
         self.lowest_passing: tuple[float, float] | None = None  # (score, its threshold)
         self.loads: dict[int, int] = {}  # process id -> models loaded by the plugin in it
+        self.english_only: dict[str, int] = {}  # model -> its comparisons of non-Latin text (English-only)
 
     def add(self, records: Iterable[dict]) -> None:
         for record in records:
@@ -24,6 +26,8 @@ class Tally:
                 self.below += 1
             elif self.lowest_passing is None or record["score"] < self.lowest_passing[0]:
                 self.lowest_passing = (record["score"], record["threshold"])
+            if record.get("note"):
+                self.english_only[record["model"]] = self.english_only.get(record["model"], 0) + 1
             pid = record["pid"]
             self.loads[pid] = max(self.loads.get(pid, 0), record["loads"])
 
@@ -41,6 +45,10 @@ class Tally:
             parts.append(f"lowest passing score {score:.4f} (threshold {threshold:.4f})")
         loads = sum(self.loads.values())
         parts.append(f"{_plural(loads, 'model load')} in {_plural(len(self.loads), 'process', 'processes')}")
+        if self.english_only:
+            parts.append(
+                f"{_plural(sum(self.english_only.values()), 'comparison')} of non-Latin text on the English-only {', '.join(sorted(self.english_only))}: those scores are not meaningful, use a multilingual model (see the warnings)"
+            )
         return "; ".join(parts)
 
 

@@ -12,6 +12,7 @@ from simkernel.components._haystack import component_from_dict, haystack_compone
 from simkernel.components._settings import check_settings, require, shared_encoder
 from simkernel.runtime.acquisition.registry import DEFAULT_MODEL
 from simkernel.runtime.inference.inputs import check_batch_size
+from simkernel.runtime.inference.lazy_model import LazyModelState
 
 try:
     from haystack import Document
@@ -27,8 +28,9 @@ def document_text(document: Any, meta_fields: list[str], separator: str, prefix:
     return prefix + separator.join([*meta, document.content or ""]) + suffix
 
 
-class _Embedder:
-    """The settings, model loading and serialisation the two embedders share."""
+class _Embedder(LazyModelState):
+    """The settings, model loading and serialisation the two embedders share; ``copy.deepcopy`` and
+    ``pickle`` work, warmed up or not (a copy loads the model at its first use)."""
 
     def __init__(
         self,

@@ -59,6 +59,7 @@ from simkernel.components.device import component_device, device_string, device_
 from simkernel.components.secret import Secret, SecretLike, secret_from_dict
 from simkernel.components.serialization import check_type
 from simkernel.runtime.inference.inputs import check_unicode
+from simkernel.runtime.inference.lazy_model import LazyModelState
 from simkernel.scoring.metrics import sas
 from simkernel.scoring.settings import PRECISIONS, check_model, check_threads
 
@@ -67,7 +68,7 @@ HAYSTACK_DEFAULT_MODEL = "sentence-transformers/paraphrase-multilingual-mpnet-ba
 
 
 @haystack_component
-class SASEvaluator:
+class SASEvaluator(LazyModelState):
     """Semantic Answer Similarity between predicted and ground-truth answers (Haystack-compatible).
 
     Usage (the same as Haystack's; only the import changes)::
@@ -79,7 +80,12 @@ class SASEvaluator:
         result = evaluator.run(ground_truth_answers=["Berlin", "Paris"], predicted_answers=["Berlin", "Lyon"])
         result["individual_scores"]   # [1.0, 0.49678...]  (Haystack: [1.0000001192092896, 0.49678...])
         result["score"]               # numpy.float64 mean
+
+    ``copy.deepcopy`` and ``pickle`` work, warmed up or not (a copy loads the model at its first use:
+    :class:`~simkernel.runtime.inference.lazy_model.LazyModelState`).
     """
+
+    _LOADED_MODEL_ATTRIBUTES = ("_similarity_model",)
 
     def __init__(
         self,

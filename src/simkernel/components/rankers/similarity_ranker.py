@@ -13,6 +13,7 @@ from simkernel.components._haystack import component_from_dict, haystack_compone
 from simkernel.components._settings import check_settings, require
 from simkernel.components.embedders.text_embedders import document_text
 from simkernel.runtime.inference.inputs import check_batch_size
+from simkernel.runtime.inference.lazy_model import LazyModelState
 
 try:
     from haystack import Document
@@ -25,15 +26,18 @@ DEFAULT_RANKER = "cross-encoder/ms-marco-MiniLM-L-6-v2"
 
 
 @haystack_component
-class SimkernelSimilarityRanker:
+class SimkernelSimilarityRanker(LazyModelState):
     """Rank documents by a cross-encoder's score of ``(query, document)``, highest first.
 
     As sentence-transformers-haystack's ranker: documents are deduplicated by id first (the highest
     scored kept), ``scale_score=True`` applies a sigmoid to the logits (``False``: raw logits),
     ``score_threshold`` drops documents scored below it, ``top_k`` keeps the best; ``run``'s
     ``top_k`` / ``scale_score`` / ``score_threshold`` override the constructor's. All pairs are scored in
-    one cross-encoder call.
+    one cross-encoder call. ``copy.deepcopy`` and ``pickle`` work, warmed up or not (a copy loads the
+    model at its first use).
     """
+
+    _LOADED_MODEL_ATTRIBUTES = ("_cross_encoder",)
 
     def __init__(
         self,

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from simkernel.metrics.embedding_providers.base import EmbeddingProvider, run_blocking
+from simkernel.runtime.inference.lazy_model import LazyModelState
 from simkernel.scoring.metrics.reference import DEFAULT_LOCAL_MODEL, resolve_local_model_id
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -28,14 +29,15 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["DEFAULT_LOCAL_MODEL", "LocalEmbeddingProvider", "resolve_local_model_id"]
 
 
-class LocalEmbeddingProvider(EmbeddingProvider):
+class LocalEmbeddingProvider(LazyModelState, EmbeddingProvider):
     """Embeddings from a local ONNX bi-encoder (float32, pooled as sentence-transformers pools them).
 
     ``precision`` ("fp32", "int8", or "bf16" on CPUs with native bf16: checked here, so an unavailable
     precision fails when the metric is made, not at its first score), ``threads`` (CPU threads, as
     :class:`simkernel.TextEncoder` uses them; None = one per CPU), ``batch_size`` (texts per forward
     pass) and ``cache_dir`` (the persistent embedding cache; None: ``$SIMKERNEL_CACHE_DIR`` if set, else
-    off) go to the runtime.
+    off) go to the runtime. A metric with this provider can be deep-copied and pickled, before or after
+    its first score (a copy loads the model at its first use).
     """
 
     def __init__(
