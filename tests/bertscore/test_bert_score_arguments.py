@@ -128,6 +128,72 @@ def test_packaged_baselines_are_bert_scores(bert_score_reference):
     )
 
 
-def test_empty_input_gives_empty_arrays(model_id):
+def test_empty_input_gives_empty_arrays(model_id, minilm_checkpoint, bert_score_reference):
+    """A documented difference: bert_score raises IndexError on no pairs, simkernel gives empty arrays."""
     p, r, f = sk_bert_score.score([], [], model_type=model_id, num_layers=2)
     assert p.shape == r.shape == f.shape == (0,) and f.dtype == np.float32
+    p, r, f = sk_bert_score.score([], [], model_type=model_id, num_layers=2, all_layers=True)
+    assert p.shape == r.shape == f.shape == (7, 0)
+    p, r, f = sk_bert_score.BERTScorer(model_type=model_id, num_layers=2).score([], [])
+    assert p.shape == r.shape == f.shape == (0,)
+    with pytest.raises(IndexError):
+        bert_score_reference.score([], [], model_type=minilm_checkpoint, num_layers=2)
+
+
+def test_idf_weights_from_no_sentences_are_refused_as_bert_score_refuses_them(
+    model_id, minilm_checkpoint, bert_score_reference
+):
+    """bert_score's idf dict from no sentences is empty, hence falsy: its ``score`` asserts it is computed."""
+    theirs = bert_score_reference.BERTScorer(
+        model_type=minilm_checkpoint, num_layers=2, idf=True, idf_sents=[], nthreads=0
+    )
+    with pytest.raises(AssertionError, match="IDF weights are not computed"):
+        theirs.score(["a cat"], ["a dog"])
+    ours = sk_bert_score.BERTScorer(model_type=model_id, num_layers=2, idf=True, idf_sents=[])
+    assert ours.idf_dict == dict(theirs._idf_dict) == {}
+    message = r"IDF weights are not computed: the idf weights came from no sentences \(idf_sents=\[\] or compute_idf\(\[\]\)\); pass idf_sents=\.\.\. or call compute_idf\(sents\) with at least one sentence"
+    with pytest.raises(AssertionError, match=message):
+        ours.score(["a cat"], ["a dog"])
+    with pytest.warns(UserWarning, match="Overwriting"):
+        ours.compute_idf(["a cat", "a dog"])
+    p, r, f = ours.score(["a cat"], ["a dog"])
+    assert f[0] > 0
+
+
+@pytest.mark.parametrize("layer", [np.int64(3), np.int32(3), np.uint8(3)])
+def test_num_layers_may_be_a_numpy_integer(layer, model_id, minilm_checkpoint, bert_score_reference):
+    ours = sk_bert_score.score(["a cat sat"], ["the cat sat"], model_type=model_id, num_layers=layer)
+    theirs = bert_score_reference.score(
+        ["a cat sat"], ["the cat sat"], model_type=minilm_checkpoint, num_layers=layer
+    )
+    np.testing.assert_allclose(np.stack(ours), np.stack([t.numpy() for t in theirs]), rtol=0, atol=1e-5)
+    scorer = sk_bert_score.BERTScorer(model_type=model_id, num_layers=layer)
+    assert scorer.num_layers == 3 and scorer.hash.startswith(f"{model_id}_L3_no-idf")
+
+
+@pytest.mark.parametrize("layer", [True, np.True_, 3.0, "3"])
+def test_num_layers_that_is_no_integer_is_refused(layer, model_id):
+    with pytest.raises(
+        AssertionError, match="num_layers must be an integer, got .*: pass the layer's number"
+    ):
+        sk_bert_score.score(["a"], ["b"], model_type=model_id, num_layers=layer)
+
+
+def test_bertscore_baseline_help_names_the_score_option_that_takes_the_file(tmp_path):
+    """The help of ``simkernel bertscore-baseline`` says how ``simkernel score --mode bertscore`` takes the
+    file it writes; that advice, followed literally, gives the bertscore metric its baseline option."""
+    import re
+
+    from simkernel.cli.parser import build_parser
+    from simkernel.scoring.metrics.bertscore import check_options
+
+    parser = build_parser()
+    commands = next(a for a in parser._actions if a.dest == "command").choices
+    description = " ".join(commands["bertscore-baseline"].description.split())
+    advice = re.search(r"(--\S+(?: \S+=FILE)?) to (?:simkernel )?score --mode bertscore", description)
+    assert advice is not None, description
+    baseline = tmp_path / "baseline.tsv"
+    baseline.write_text("LAYER,P,R,F\n0,0.1,0.2,0.3\n")
+    argv = ["score", "in.csv", "--mode", "bertscore", *advice.group(1).replace("FILE", str(baseline)).split()]
+    args = parser.parse_args(argv)
+    assert check_options(args.metric_options) == (None, str(baseline))

@@ -7,7 +7,9 @@ sizes 1, 7 and 64 (a pair's scores never depend on its batch-mates).
 
 from __future__ import annotations
 
+import inspect
 import warnings
+from collections import defaultdict
 
 import numpy as np
 import pytest
@@ -179,3 +181,55 @@ def test_scorer_object_matches_bert_scorer(pairs, model_id, minilm_checkpoint, b
     (p, r, f), digest = ours.score(cands[:3], refs[:3], return_hash=True)
     assert digest == ours.hash and digest.startswith(f"{model_id}_L3_idf_version=0.3.13")
     assert f.dtype == np.float32 and isinstance(f.mean().item(), float) and len(f.tolist()) == 3
+
+
+@pytest.mark.parametrize(
+    "idf", [{}, defaultdict(lambda: 1.0), defaultdict(float)], ids=["dict", "defaultdict-1", "defaultdict-0"]
+)
+def test_an_empty_idf_dict_means_idf_off(idf, pairs, model_id, minilm_checkpoint, bert_score_reference):
+    """bert_score tests ``not idf`` first: an empty dict, whatever its default, is idf off (weight 1, the
+    cls and sep tokens 0)."""
+    cands, refs = pairs
+    ours = simkernel_scores(model_id, cands[:30], refs[:30], num_layers=4, idf=idf)
+    theirs = reference_scores(
+        bert_score_reference, minilm_checkpoint, cands[:30], refs[:30], num_layers=4, idf=idf
+    )
+    np.testing.assert_allclose(ours, theirs, rtol=0, atol=FP32_TOLERANCE)
+    ones = defaultdict(lambda: 1.0, {0: 1.0})  # not empty: every token weighs 1, cls and sep too
+    weighted = simkernel_scores(model_id, cands[:30], refs[:30], num_layers=4, idf=ones)
+    assert np.abs(weighted - ours).max() > 1e-3
+
+
+def test_warnings_name_the_callers_line(model_id):
+    """The empty-text and truncation warnings point at the line that called ``score`` / ``BERTScorer.score``
+    (where a user looks, and what a ``module`` / ``lineno`` warnings filter matches)."""
+    cands, refs = ["", "word " * 600], ["a", "b"]
+    scorer = sk_bert_score.BERTScorer(model_type=model_id, num_layers=4)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        score_line = inspect.currentframe().f_lineno + 1
+        sk_bert_score.score(cands, refs, model_type=model_id, num_layers=4)
+        scorer_line = inspect.currentframe().f_lineno + 1
+        scorer.score(cands, refs)
+    assert [(w.filename, w.lineno) for w in caught] == [(__file__, score_line)] * 2 + [
+        (__file__, scorer_line)
+    ] * 2, [(w.filename, w.lineno, str(w.message)[:40]) for w in caught]
+
+
+def test_all_layers_with_several_references_is_each_layers_best(
+    pairs, model_id, minilm_checkpoint, bert_score_reference
+):
+    """A documented difference: bert_score 0.3.13 takes the group maxima along the layer axis when
+    ``all_layers`` meets several references; simkernel gives (layers, N), each layer's P, R, F the best
+    over the references, which is bert_score's all-layers scores of each reference, maxed."""
+    cands, refs = pairs
+    cands, first, second = cands[:12], refs[:12], refs[12:24]
+    ours = simkernel_scores(
+        model_id, cands, [[a, b] for a, b in zip(first, second, strict=True)], num_layers=4, all_layers=True
+    )
+    each = [
+        reference_scores(bert_score_reference, minilm_checkpoint, cands, group, num_layers=4, all_layers=True)
+        for group in (first, second)
+    ]
+    assert ours.shape == each[0].shape == (3, 7, 12)
+    np.testing.assert_allclose(ours, np.maximum(*each), rtol=0, atol=FP32_TOLERANCE)

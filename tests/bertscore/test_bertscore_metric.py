@@ -69,6 +69,26 @@ def test_score_file_writes_p_r_f(model_id, tmp_path):
     assert any("1 pair(s) with an empty text scored 0" in note for note in summary.notes)
 
 
+def test_a_pair_with_both_texts_empty_counts_once(model_id, tmp_path):
+    """The summary counts the pairs scored 0 for an empty text: the pairs with either text empty (blank
+    texts too), each once, as bert_score's ``score`` zeroes them."""
+    import simkernel
+
+    rows = [("", ""), ("", "a cat"), ("a cat", "   "), (" ", "\t"), ("a cat", "a dog")]
+    summary = simkernel.score_file(
+        write_csv(tmp_path / "in.csv", rows),
+        str(tmp_path / "out.csv"),
+        metric="bertscore",
+        allow_empty=True,
+        metric_options={"layer": LAYER},
+    )
+    scores = read_columns(tmp_path / "out.csv")
+    zeroed = int((scores == 0).all(axis=1).sum())
+    empty = sum(1 for a, b in rows if not a.strip() or not b.strip())
+    assert zeroed == empty == 4
+    assert f"{empty} pair(s) with an empty text scored 0 (bert_score's rule)" in summary.notes
+
+
 def test_several_ground_truths_take_each_columns_best(model_id, tmp_path):
     import simkernel
 
@@ -132,9 +152,12 @@ def test_the_command_line_local_and_ray_engines(model_id, tmp_path):
         read_columns(tmp_path / "local.csv")[: len(ROWS) * 5], np.tile(expected(model_id), (5, 1))
     )
     assert outputs["ray"] == outputs["local"]
-    # 5 empty predictions of ROWS, and the last row's two empty texts; LONG in 6 rows (3 blocks) is 1 text
+    # 5 empty predictions of ROWS, and the last row (both texts empty: one pair); LONG in 6 rows (3 blocks)
+    # is 1 text
+    empty = sum(1 for a, b in rows if not a.strip() or not b.strip())
+    assert empty == 6
     assert notes["local"] == [
-        "note        7 pair(s) with an empty text scored 0 (bert_score's rule)",
+        f"note        {empty} pair(s) with an empty text scored 0 (bert_score's rule)",
         "note        1 text(s) past the model's limit truncated (as bert_score does)",
     ]
     assert notes["ray"] == notes["local"]

@@ -92,6 +92,17 @@ def test_plain_weights_match_the_float64_formula(layer):
     assert encoder.calls == [list(dict.fromkeys(CANDS + REFS))]  # each distinct text encoded once
 
 
+@pytest.mark.parametrize("pairs_per_pass", [1, 2, 1024])
+def test_empty_pairs_count_a_pair_with_both_texts_empty_once(pairs_per_pass):
+    cands = ["", "", "a cat", " ", "a cat", ""]
+    refs = ["", "a dog", "", "\t", "a dog", ""]
+    result = score_pairs(StandInEncoder(), cands, refs, layer=1, pairs_per_pass=pairs_per_pass)
+    empty = [not c.split() or not r.split() for c, r in zip(cands, refs, strict=True)]
+    assert (result.empty_candidates, result.empty_references) == (4, 4)
+    assert result.empty_pairs == sum(empty) == 5
+    assert ((result.scores == 0).all(axis=1) == np.array(empty)).all()
+
+
 def test_idf_weights_and_every_layer():
     encoder = StandInEncoder()
     weights = document_frequency_idf(*ids_and_offsets(encoder.tokenize(REFS)))
@@ -120,9 +131,10 @@ def test_passes_give_the_scores_of_one_pass(pairs_per_pass):
     whole = score_pairs(StandInEncoder(), CANDS, REFS, layer=None)
     split = score_pairs(StandInEncoder(), CANDS, REFS, layer=None, pairs_per_pass=pairs_per_pass)
     np.testing.assert_array_equal(split.scores, whole.scores)
-    assert (split.empty_candidates, split.empty_references) == (
+    assert (split.empty_candidates, split.empty_references, split.empty_pairs) == (
         whole.empty_candidates,
         whole.empty_references,
+        whole.empty_pairs,
     )
     assert split.truncated_texts == whole.truncated_texts == 2
     encoder = StandInEncoder()

@@ -16,7 +16,12 @@ from simkernel.bert_score.scorer import (
     raw_scores,
 )
 from simkernel.scoring.bertscore.baselines import baseline_file, layer_baseline, rescale
-from simkernel.scoring.bertscore.model import check_device, check_num_layers, resolve_model
+from simkernel.scoring.bertscore.model import (
+    baseline_lang,
+    check_device,
+    check_num_layers,
+    resolve_model,
+)
 from simkernel.scoring.settings import DEFAULT_PRECISION, check_precision_name, check_threads
 
 __all__ = ["plot_example", "score"]
@@ -53,6 +58,7 @@ def score(
     """
     flat_cands, flat_refs, sizes = flatten_references(cands, refs)
     model, layer = resolve_model(model_type, num_layers, lang, rescale_with_baseline)
+    lang = baseline_lang(lang, model_type)
     check_device(device)
     check_precision_name(precision)
     check_threads(threads)
@@ -104,6 +110,7 @@ def plot_example(
     if not isinstance(candidate, str) or not isinstance(reference, str):
         raise BERTScoreArgumentError("plot_example takes one candidate and one reference, each a string")
     model, layer = resolve_model(model_type, num_layers, lang, rescale_with_baseline)
+    lang = baseline_lang(lang, model_type)
     encoder = load_encoder(model, precision, threads)
     check_num_layers(layer, encoder.num_layers, model)
     baseline = None

@@ -256,6 +256,10 @@ class BERTScorer:
                 raise BERTScoreArgumentError(
                     "IDF weights are not computed: pass idf_sents=... to BERTScorer or call compute_idf(sents)"
                 )
+            if self._idf_dict.table.size == 0:  # bert_score: its idf dict is empty, hence falsy
+                raise BERTScoreArgumentError(
+                    "IDF weights are not computed: the idf weights came from no sentences (idf_sents=[] or compute_idf([])); pass idf_sents=... or call compute_idf(sents) with at least one sentence"
+                )
             weights = self._idf_dict
         layer = None if self.all_layers else self.num_layers
         out = raw_scores(self._encoder, flat_cands, flat_refs, sizes, layer, weights)
@@ -299,7 +303,7 @@ def raw_scores(
     if not cands:
         return np.zeros((encoder.num_layers + 1, 0, 3) if layer is None else (0, 3), dtype=np.float32)
     result = score_pairs(encoder, cands, refs, layer=layer, weights=weights)
-    warn_about(result, stacklevel=5)
+    warn_about(result, stacklevel=4)  # warn_about, raw_scores, score: the warning names score's caller
     return result.scores if sizes is None else best_over_groups(result.scores, sizes)
 
 
@@ -311,12 +315,12 @@ def load_encoder(model: str, precision: str, threads: int | None) -> Any:
 
 
 def idf_weights_from(idf: Any, encoder: Any, refs: Sequence[str]) -> Weights | None:
-    """bert_score's ``idf`` argument of ``score()``: False (None here), a dict of weights, or True (from
-    ``refs``, every reference of every candidate)."""
+    """bert_score's ``idf`` argument of ``score()``: False or an empty dict (None here: idf off), a dict of
+    weights, or True (from ``refs``, every reference of every candidate)."""
+    if not idf:  # bert_score tests this first: an empty dict (or defaultdict) is idf off too
+        return None
     if isinstance(idf, Mapping):
         return MappedWeights(idf)
-    if not idf:
-        return None
     return sentence_idf(encoder, refs)
 
 

@@ -564,7 +564,8 @@ def _add_bertscore_baseline(commands: argparse._SubParsersAction) -> None:
         description="A BERTScore baseline file (bert_score's format, LAYER,P,R,F) for --model, by bert_score's "
         "published method: the corpus lines of fewer than 32 words are paired at random (two disjoint halves), "
         "every pair is scored at every layer with idf off, and P, R, F are averaged per layer. Pass the file "
-        "as baseline_path= to simkernel.bert_score (or bert_score), or --baseline to score --mode bertscore.",
+        "as baseline_path= to simkernel.bert_score (or bert_score), or as --metric-option baseline=FILE to "
+        "simkernel score --mode bertscore.",
         epilog="example:\n  simkernel bertscore-baseline corpus.txt --model sentence-transformers/all-MiniLM-L6-v2 "
         "--lang en -o baseline.tsv --seeds 3",
         formatter_class=argparse.RawDescriptionHelpFormatter,

@@ -236,8 +236,10 @@ def _passes(figures: dict, tol: dict) -> bool:
 class TokenReference:
     """transformers' ``AutoModel`` on the checkpoint (torch fp32, its default attention, as BERTScore loads
     it): every probe text's token ids (``tokenizer.encode(text.strip(), add_special_tokens=True,
-    max_length=model_max_length, truncation=True)``, as ``bert_score.utils.sent_encode``) and hidden states
-    of every layer, each text run alone (no padding)."""
+    max_length=model_max_length, truncation=True)``, as ``bert_score.utils.sent_encode``; its
+    ``add_prefix_space=True`` for RoBERTa and GPT-2 tokenizers is left out, as transformers 5 ignores it:
+    the bundle's tokenizer adds no space either) and hidden states of every layer, each text run alone (no
+    padding)."""
 
     def __init__(self, src: Path, model: str) -> None:
         torch = import_optional("torch", "export", "checking the token layers' parity")

@@ -45,9 +45,6 @@ from simkernel.runtime.store.layout import (
 )
 from simkernel.runtime.store.manifest import check_bundle, read_manifest
 
-# tokenizer classes whose slow form bert_score's sent_encode calls with add_prefix_space=True
-# (``isinstance(tokenizer, (GPT2Tokenizer, RobertaTokenizer))``; LongformerTokenizer subclasses RobertaTokenizer)
-PREFIX_SPACE_TOKENIZERS = ("GPT2Tokenizer", "RobertaTokenizer", "LongformerTokenizer")
 _UNSET_MAX_LENGTH = 10**20  # transformers writes int(1e30) when a tokenizer has no limit
 _ROBERTA_LIKE = {"roberta", "xlm-roberta", "xlm-roberta-xl", "camembert", "longformer"}
 
@@ -108,10 +105,13 @@ class BertScoreTokenizer:
     ``text.strip()`` (Python's whitespace, as bert_score), then the tokenizer with special tokens,
     truncated on the right (or the side ``tokenizer_config.json`` names) at :attr:`max_length`
     (``model_max_length``, special tokens included). An empty stripped text gives the special tokens alone
-    (``build_inputs_with_special_tokens([])``). Tokenizers whose slow class is GPT-2's or RoBERTa's get a
-    leading space (bert_score's ``add_prefix_space=True``). bert_score uses the slow (Python) tokenizer by
-    default; this is the fast one (``tokenizer.json``), identical on the texts the tests compare (see
-    tests/runtime/inference/test_token_encoder.py). Thread-safe.
+    (``build_inputs_with_special_tokens([])``). No leading space is added for RoBERTa's or GPT-2's
+    tokenizers: bert_score passes them ``add_prefix_space=True``, which transformers 5 ignores (its
+    tokenizers take that setting when they are built, not per call), so bert_score 0.3.13 on transformers 5
+    tokenizes the text as it is (transformers 4's slow tokenizers added the space; docs/drop-ins.md). bert_score
+    uses the slow (Python) tokenizer by default; this is the fast one (``tokenizer.json``), identical on the
+    texts the tests compare (see tests/runtime/inference/test_token_encoder.py and
+    tests/bertscore/test_bert_score_roberta.py). Thread-safe.
     """
 
     def __init__(self, folder: str | Path) -> None:
@@ -137,8 +137,6 @@ class BertScoreTokenizer:
         tokenizer.no_padding()
         tokenizer.enable_truncation(max_length=self.max_length, strategy="longest_first", direction=side)
         self._tokenizer = tokenizer
-        tokenizer_class = str(tok_cfg.get("tokenizer_class") or "").removesuffix("Fast")
-        self.prefix_space = tokenizer_class in PREFIX_SPACE_TOKENIZERS
         special_path = folder / "special_tokens_map.json"
         special = read_json(special_path) if special_path.is_file() else {}
         special = special if isinstance(special, dict) else {}
@@ -160,14 +158,10 @@ class BertScoreTokenizer:
         found = self._tokenizer.token_to_id(token) if isinstance(token, str) else None
         return int(found) if found is not None else fallback
 
-    def _prepare(self, text: str) -> str:
-        text = text.strip()
-        return " " + text if self.prefix_space and text else text
-
     def encodings(self, texts: Sequence[str]) -> list:
         """``tokenizers.Encoding`` of each text (see the class docstring); ``overflowing`` is non-empty for a
         truncated text."""
-        return self._tokenizer.encode_batch([self._prepare(t) for t in texts], add_special_tokens=True)
+        return self._tokenizer.encode_batch([t.strip() for t in texts], add_special_tokens=True)
 
 
 class BundleTokenEncoder:

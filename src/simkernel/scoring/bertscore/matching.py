@@ -35,13 +35,15 @@ __all__ = ["PairScores", "best_over_groups", "score_pairs"]
 @dataclass(frozen=True)
 class PairScores:
     """P, R, F of each pair: ``scores`` float32 (pairs, 3), or (layers, pairs, 3) for every layer; how many
-    pairs had an empty candidate / reference (scored 0), and the distinct texts that were truncated
-    (``truncated``: their :func:`~simkernel.runtime.inference.disk_cache.text_digest`, so that counts from
-    several calls or processes can be merged without counting a text twice)."""
+    pairs had an empty candidate / reference / either (``empty_pairs``: the pairs scored 0, a pair with both
+    texts empty counted once), and the distinct texts that were truncated (``truncated``: their
+    :func:`~simkernel.runtime.inference.disk_cache.text_digest`, so that counts from several calls or
+    processes can be merged without counting a text twice)."""
 
     scores: np.ndarray
     empty_candidates: int
     empty_references: int
+    empty_pairs: int
     truncated: frozenset[bytes]
 
     @property
@@ -97,11 +99,12 @@ def score_pairs(
     ]
     if not passes:
         shape = (encoder.num_layers + 1, 0, 3) if layer is None else (0, 3)
-        return PairScores(np.zeros(shape, dtype=np.float32), 0, 0, frozenset())
+        return PairScores(np.zeros(shape, dtype=np.float32), 0, 0, 0, frozenset())
     return PairScores(
         np.concatenate([p.scores for p in passes], axis=-2),
         sum(p.empty_candidates for p in passes),
         sum(p.empty_references for p in passes),
+        sum(p.empty_pairs for p in passes),
         frozenset().union(*(p.truncated for p in passes)),
     )
 
@@ -127,11 +130,13 @@ def _score_pass(
         scores[position, :, 0], scores[position, :, 1], scores[position, :, 2] = p, r, f
     empty = np.diff(offsets) <= encoder.empty_length
     empty_candidate, empty_reference = empty[pairs[:, 0]], empty[pairs[:, 1]]
-    scores[:, empty_candidate | empty_reference, :] = 0.0
+    empty_pair = empty_candidate | empty_reference
+    scores[:, empty_pair, :] = 0.0
     return PairScores(
         scores if layer is None else scores[0],
         int(empty_candidate.sum()),
         int(empty_reference.sum()),
+        int(empty_pair.sum()),
         frozenset(text_digest(texts[i]) for i in np.flatnonzero(batch.truncated)),
     )
 

@@ -7,6 +7,7 @@ messages, followed by what to do.
 
 from __future__ import annotations
 
+import operator
 from typing import Any
 
 from simkernel.scoring.bertscore.layers import lang2model, model2layers
@@ -14,6 +15,7 @@ from simkernel.scoring.bertscore.layers import lang2model, model2layers
 __all__ = [
     "BERTScoreArgumentError",
     "UnknownLayerError",
+    "baseline_lang",
     "check_device",
     "check_num_layers",
     "resolve_model",
@@ -58,9 +60,24 @@ def resolve_model(
                 f"{model_type!r} has no tuned layer in bert_score's model2layers table: pass num_layers (0 is the embedding output, the model's depth its last layer)"
             )
         num_layers = model2layers[model_type]
-    if isinstance(num_layers, bool) or not isinstance(num_layers, int):
-        raise BERTScoreArgumentError(f"num_layers must be an integer, got {num_layers!r}")
-    return model_type, num_layers
+    try:
+        # an int or any integer type (numpy's included, as bert_score takes them); a bool is refused
+        layer = None if isinstance(num_layers, bool) else operator.index(num_layers)
+    except TypeError:
+        layer = None
+    if layer is None:
+        raise BERTScoreArgumentError(
+            f"num_layers must be an integer, got {num_layers!r}: pass the layer's number (0 is the embedding output, the model's depth its last layer), or None for bert_score's tuned layer"
+        )
+    return model_type, layer
+
+
+def baseline_lang(lang: str | None, model_type: str | None) -> str | None:
+    """The ``lang`` whose folder holds bert_score's baseline file in ``score()`` and ``plot_example()``:
+    lowercased when it picked the model (``model_type`` None), as given otherwise; bert_score lowercases it
+    only then (``lang = lang.lower()`` beside ``lang2model[lang]``). ``BERTScorer`` keeps the ``lang`` it was
+    given for its baseline file, as bert_score's does."""
+    return lang.lower() if model_type is None and lang is not None else lang
 
 
 def check_num_layers(num_layers: int, depth: int, model_type: str) -> None:

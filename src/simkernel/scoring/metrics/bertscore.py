@@ -102,7 +102,7 @@ class BertScoreScorer:
         if not cands:
             return []
         result = score_pairs(self.encoder, cands, refs, layer=self.layer)
-        self.counts.add(TextCounts(result.empty_candidates + result.empty_references, set(result.truncated)))
+        self.counts.add(TextCounts(result.empty_pairs, set(result.truncated)))
         self.notes = self.setting_notes + self.counts.notes()
         scores = best_over_groups(result.scores, [len(group) for group in groups])
         if self.baseline is not None:
