@@ -232,12 +232,17 @@ def write_compare_report(comparison: Any, path: str, label: str | None, options:
         Figure("ties", "ties", r.ties),
         Figure("A better", "a_wins", r.a_wins),
     ]
+    from simkernel.batch.compare import DIFFERENCE
+
     for side, figures in (comparison.correlations or {}).items():
         found = figures.get("intervals") or {}
         for stat in ("pearson", "spearman"):
             rows.append(
                 Figure(
-                    f"{stat.capitalize()} of {side} vs {label}",
+                    # the paired difference's key is "B - A": its row reads "Pearson vs label, B - A"
+                    f"{stat.capitalize()} vs {label}, {side}"
+                    if side == DIFFERENCE
+                    else f"{stat.capitalize()} of {side} vs {label}",
                     f"correlations.{side}.{stat}",
                     figures.get(stat),
                     found.get(stat),
