@@ -35,7 +35,7 @@ from simkernel.batch.engines import score_in_chunks
 from simkernel.batch.job import ScoreJob
 from simkernel.batch.rows import DEFAULT_COLUMNS, RowProblems, columns_of, parse_label, read_inputs
 from simkernel.batch.score import check_mode_options, write_output_json
-from simkernel.batch.summary import brackets, correlation_text, json_plain
+from simkernel.batch.summary import PAIRED_DIFFERENCE, brackets, correlation_text, json_plain
 from simkernel.errors import DataError, UsageError
 from simkernel.stats.defaults import DEFAULT_LEVEL, DEFAULT_RESAMPLES, DEFAULT_SEED, resamples_problem
 from simkernel.tables.formats import Table, table_format
@@ -46,7 +46,6 @@ __all__ = ["QUESTION_COLUMN", "Comparison", "Side", "compare_files", "question_c
 
 _LISTED = 10  # keys or lines named in an error
 QUESTION_COLUMN = "question"  # the column of the questions, when a file has one (no option names it)
-DIFFERENCE = "B - A"  # the correlations' key of the paired differences
 # options that only name columns or the format: they apply to scored files too (the report shows the texts)
 _DISPLAY = {"predicted", "ground_truth", "references", "input_format"}
 
@@ -156,12 +155,12 @@ class Comparison:
                     continue
                 ci = brackets(found, why) if value is not None and not math.isnan(value) else ""
                 shown = correlation_text(value)
-                if side_name == DIFFERENCE and value is not None and not math.isnan(value):
+                if side_name == PAIRED_DIFFERENCE and value is not None and not math.isnan(value):
                     shown = f"{value:+.4f}"
                 parts.append(f"{stat.capitalize()} {shown}{ci}")
             where = (
                 f" (paired: the same resamples of the {figures['labelled_rows']:,} rows labelled in both)"
-                if side_name == DIFFERENCE
+                if side_name == PAIRED_DIFFERENCE
                 else ""
             )
             out.append(f"  vs labels   {side_name}: {', '.join(parts)}{where}")
@@ -421,7 +420,7 @@ def _correlations(
     if a.labels is not None and b.labels is not None:
         both = ~np.isnan(a.labels) & ~np.isnan(b.labels)
         if both.sum() >= 2:
-            out[DIFFERENCE] = _difference(a, b, both, resamples, seed)
+            out[PAIRED_DIFFERENCE] = _difference(a, b, both, resamples, seed)
     return out
 
 

@@ -232,7 +232,7 @@ def write_compare_report(comparison: Any, path: str, label: str | None, options:
         Figure("ties", "ties", r.ties),
         Figure("A better", "a_wins", r.a_wins),
     ]
-    from simkernel.batch.compare import DIFFERENCE
+    from simkernel.batch.summary import PAIRED_DIFFERENCE
 
     for side, figures in (comparison.correlations or {}).items():
         found = figures.get("intervals") or {}
@@ -241,7 +241,7 @@ def write_compare_report(comparison: Any, path: str, label: str | None, options:
                 Figure(
                     # the paired difference's key is "B - A": its row reads "Pearson vs label, B - A"
                     f"{stat.capitalize()} vs {label}, {side}"
-                    if side == DIFFERENCE
+                    if side == PAIRED_DIFFERENCE
                     else f"{stat.capitalize()} of {side} vs {label}",
                     f"correlations.{side}.{stat}",
                     figures.get(stat),

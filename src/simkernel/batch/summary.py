@@ -38,6 +38,8 @@ from simkernel.stats.intervals import (
     wilson,
 )
 
+PAIRED_DIFFERENCE = "B - A"  # compare's key (and label) of the paired differences, B's figure minus A's
+
 
 @dataclass
 class ColumnSummary:
