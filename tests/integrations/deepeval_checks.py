@@ -21,7 +21,7 @@ from deepeval.models import DeepEvalBaseEmbeddingModel, DeepEvalBaseLLM
 from deepeval.synthesizer.config import ContextConstructionConfig
 from deepeval.synthesizer.synthesizer import ContextWithSources, Synthesizer
 from encoder_calls import counted_calls
-from loop_probe import distinct_texts, run_with_ticker
+from loop_probe import distinct_texts, loop_kept_ticking, run_with_ticker
 from sentence_transformers import SentenceTransformer
 
 from simkernel.integrations.deepeval import SimkernelDeepEvalEmbedding
@@ -163,7 +163,7 @@ def main() -> None:
         many = distinct_texts(600, "deepeval async")
         vectors, worst_gap, elapsed = asyncio.run(run_with_ticker(ours.a_embed_texts(many)))
         assert len(vectors) == 600
-        assert elapsed > 0.3 and worst_gap < 0.1, (elapsed, worst_gap)
+        assert elapsed > 0.3 and loop_kept_ticking(worst_gap, elapsed), (elapsed, worst_gap)
 
     print(json.dumps({"checks": checks, "numbers": numbers}))
 

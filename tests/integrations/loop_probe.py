@@ -29,6 +29,13 @@ async def run_with_ticker(coro) -> tuple[object, float, float]:
     return result, max(gaps), elapsed
 
 
+def loop_kept_ticking(worst_gap: float, elapsed: float) -> bool:
+    """Whether the event loop kept running through a call of ``elapsed`` seconds: its longest stall is under
+    a fifth of the call (a call that blocks the loop stalls it for all of it, or for a whole batch of
+    several), or under 0.1 s (what a loaded machine's scheduler alone may cost a short call)."""
+    return worst_gap < max(0.1, elapsed / 5)
+
+
 def distinct_texts(count: int, tag: str) -> list[str]:
     """``count`` different sentences of 20-40 words; a ``tag`` of its own per test keeps them out of the
     shared encoder's cache (the process's other tests embed theirs)."""

@@ -20,7 +20,7 @@ import traceback
 
 import numpy as np
 from encoder_calls import counted_calls
-from loop_probe import distinct_texts, run_with_ticker
+from loop_probe import distinct_texts, loop_kept_ticking, run_with_ticker
 from ragas.embeddings import HuggingFaceEmbeddings
 from ragas.embeddings.base import BaseRagasEmbedding
 from ragas.metrics.collections import SemanticSimilarity
@@ -113,7 +113,7 @@ def main() -> None:
         many = distinct_texts(600, "ragas async")
         vectors, worst_gap, elapsed = asyncio.run(run_with_ticker(ours.aembed_texts(many)))
         assert len(vectors) == 600
-        assert elapsed > 0.3 and worst_gap < 0.1, (elapsed, worst_gap)
+        assert elapsed > 0.3 and loop_kept_ticking(worst_gap, elapsed), (elapsed, worst_gap)
 
     @check
     def texts_are_checked_as_ragas_does():

@@ -8,7 +8,7 @@ import logging
 import numpy as np
 import pytest
 from langchain_core.embeddings import Embeddings
-from loop_probe import distinct_texts, run_with_ticker
+from loop_probe import distinct_texts, loop_kept_ticking, run_with_ticker
 from tests.copies import COPIES
 
 from simkernel.integrations.langchain import SimkernelEmbeddings
@@ -66,7 +66,7 @@ def test_aembed_documents_does_not_block_the_event_loop(minilm):
     vectors, worst_gap, elapsed = asyncio.run(run_with_ticker(embeddings.aembed_documents(many)))
     assert len(vectors) == 600
     # the model works for a long while; the loop keeps ticking every few ms meanwhile
-    assert elapsed > 0.3 and worst_gap < 0.1, (elapsed, worst_gap)
+    assert elapsed > 0.3 and loop_kept_ticking(worst_gap, elapsed), (elapsed, worst_gap)
 
 
 def test_the_first_async_call_loads_the_model_off_the_event_loop(minilm, monkeypatch):

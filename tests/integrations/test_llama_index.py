@@ -9,7 +9,7 @@ import logging
 import numpy as np
 import pytest
 from llama_index.core.embeddings import BaseEmbedding
-from loop_probe import distinct_texts, run_with_ticker
+from loop_probe import distinct_texts, loop_kept_ticking, run_with_ticker
 from tests.copies import COPIES
 
 from simkernel.integrations.llama_index import SimkernelEmbedding
@@ -73,7 +73,7 @@ def test_async_batch_does_not_block_the_event_loop(minilm):
         run_with_ticker(embedding.aget_text_embedding_batch(distinct_texts(600, "llama_index async")))
     )
     assert len(vectors) == 600
-    assert elapsed > 0.3 and worst_gap < 0.1, (elapsed, worst_gap)
+    assert elapsed > 0.3 and loop_kept_ticking(worst_gap, elapsed), (elapsed, worst_gap)
 
 
 def test_the_first_async_call_loads_the_model_off_the_event_loop(minilm, monkeypatch):
