@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from statistics import NormalDist
@@ -72,6 +72,7 @@ __all__ = [
     "Intervals",
     "bca_interval",
     "bootstrap_intervals",
+    "is_proportion",
     "mean_interval",
     "paired_difference_intervals",
     "resample_counts",
@@ -353,36 +354,61 @@ def bootstrap_intervals(
     :raises ValueError: a value that is not finite, lengths that differ, an unknown statistic, a bad level,
         ``resamples`` between 1 and 999.
     """
-    wanted = list(dict.fromkeys(statistics))
-    unknown = [name for name in wanted if name not in STATISTICS]
-    if unknown:
-        raise ValueError(f"unknown statistic {unknown[0]!r}; choose from {', '.join(STATISTICS)}")
+    wanted = _checked_arguments(statistics, resamples, level)
     if y is None and any(name != "mean" for name in wanted):
         raise ValueError(
             "pearson and spearman need y, the values to correlate x with; pass y= or ask for mean only"
         )
-    problem = resamples_problem(resamples)
-    if problem:
-        raise ValueError(f"resamples {problem}")
-    _check_level(level)
     xs = _finite(x, "x")
     ys = _finite(y, "y") if y is not None else None
     if ys is not None and ys.size != xs.size:
         raise ValueError(f"x and y must have one value per row; got {xs.size} and {ys.size}")
     estimates = {name: _estimate(name, xs, ys) for name in wanted}
-    result = Intervals(dict.fromkeys(wanted))
+    reasons = {name: _no_interval(name, xs, estimates[name], resamples) for name in wanted}
+    return _bca_intervals(
+        lambda todo: _Sample(xs, ys, todo), estimates, reasons, xs.size, resamples, seed, level
+    )
+
+
+def _checked_arguments(statistics: Sequence[str], resamples: int, level: float) -> list[str]:
+    """Check ``statistics``, ``resamples`` and ``level`` (ValueError naming the problem); returns the
+    statistics asked for, each once."""
+    wanted = list(dict.fromkeys(statistics))
+    unknown = [name for name in wanted if name not in STATISTICS]
+    if unknown:
+        raise ValueError(f"unknown statistic {unknown[0]!r}; choose from {', '.join(STATISTICS)}")
+    problem = resamples_problem(resamples)
+    if problem:
+        raise ValueError(f"resamples {problem}")
+    _check_level(level)
+    return wanted
+
+
+def _bca_intervals(
+    sampler: Callable[[list[str]], _Sample | _Pair],
+    estimates: dict[str, float],
+    reasons: dict[str, str | None],
+    rows: int,
+    resamples: int,
+    seed: int,
+    level: float,
+) -> Intervals:
+    """The intervals of the figures of ``estimates``: None and its reason where ``reasons`` gives one,
+    else the BCa interval from the bootstrap and jackknife statistics of ``sampler(the others)`` (a
+    :class:`_Sample`, or a :class:`_Pair` of two samples) over ``rows`` rows."""
+    result = Intervals(dict.fromkeys(estimates))
     todo = []
-    for name in wanted:
-        reason = _no_interval(name, xs, estimates[name], resamples)
+    for name, reason in reasons.items():
         if reason is not None:
             result.none(name, reason)
         else:
             todo.append(name)
     if not todo:
         return result
-    sample = _Sample(xs, ys, todo)
-    boot = _collect(sample, resample_counts(xs.size, resamples, seed), resamples * xs.size)
-    jack = _collect(sample, _jackknife_weights(xs.size, seed))
+    sample = sampler(todo)
+    samples = 2 if isinstance(sample, _Pair) else 1  # the kernel's cells: resamples x rows, per sample
+    boot = _collect(sample, resample_counts(rows, resamples, seed), samples * resamples * rows)
+    jack = _collect(sample, _jackknife_weights(rows, seed))
     for name in todo:
         _finish(result, name, estimates[name], boot[name], jack[name], resamples, seed, level)
     return result
@@ -425,13 +451,15 @@ def mean_interval(
     - otherwise the BCa bootstrap of :func:`bootstrap_intervals` (none for a constant column: no variation).
     """
     x = _finite(values, "values")
-    if x.size and bool(np.all((x == 0.0) | (x == 1.0))):
-        found = Intervals(mean=wilson(int(np.count_nonzero(x)), int(x.size), level))
-        return found
-    problem = resamples_problem(resamples)
-    if problem:
-        raise ValueError(f"resamples {problem}")
+    if is_proportion(x):
+        return Intervals(mean=wilson(int(np.count_nonzero(x)), int(x.size), level))
     return bootstrap_intervals(x, statistics=("mean",), resamples=resamples, seed=seed, level=level)
+
+
+def is_proportion(values: np.ndarray) -> bool:
+    """Whether ``values`` (float64, at least one) are all 0 or 1: their mean is a proportion, whose
+    interval is Wilson's (:func:`mean_interval`)."""
+    return bool(values.size) and bool(np.all((values == 0.0) | (values == 1.0)))
 
 
 class _Pair:
@@ -474,14 +502,7 @@ def paired_difference_intervals(
     :raises ValueError: lengths that differ, a value that is not finite, an unknown statistic, a bad level,
         ``resamples`` between 1 and 999.
     """
-    wanted = list(dict.fromkeys(statistics))
-    unknown = [name for name in wanted if name not in STATISTICS]
-    if unknown:
-        raise ValueError(f"unknown statistic {unknown[0]!r}; choose from {', '.join(STATISTICS)}")
-    problem = resamples_problem(resamples)
-    if problem:
-        raise ValueError(f"resamples {problem}")
-    _check_level(level)
+    wanted = _checked_arguments(statistics, resamples, level)
     xa, ya, xb, yb = (
         _finite(v, name) for v, name in ((x_a, "x_a"), (y_a, "y_a"), (x_b, "x_b"), (y_b, "y_b"))
     )
@@ -489,32 +510,24 @@ def paired_difference_intervals(
         raise ValueError(
             f"x_a, y_a, x_b and y_b must have one value per row; got {xa.size}, {ya.size}, {xb.size} and {yb.size}"
         )
-    result = Intervals(dict.fromkeys(wanted))
-    estimates = {}
-    todo = []
+    estimates: dict[str, float] = {}
+    reasons: dict[str, str | None] = {}
     for name in wanted:
         ends = (_estimate(name, xa, ya), _estimate(name, xb, yb))
         estimates[name] = ends[1] - ends[0]
-        reason = next(
-            (
-                r
-                for r in (_no_interval(name, x, e, resamples) for x, e in ((xa, ends[0]), (xb, ends[1])))
-                if r
-            ),
-            None,
+        # no interval where either run's figure has none (A's reason first)
+        reasons[name] = _no_interval(name, xa, ends[0], resamples) or _no_interval(
+            name, xb, ends[1], resamples
         )
-        if reason is not None:
-            result.none(name, reason)
-        else:
-            todo.append(name)
-    if not todo:
-        return result
-    pair = _Pair(_Sample(xa, ya, todo), _Sample(xb, yb, todo))
-    boot = _collect(pair, resample_counts(xa.size, resamples, seed), 2 * resamples * xa.size)
-    jack = _collect(pair, _jackknife_weights(xa.size, seed))
-    for name in todo:
-        _finish(result, name, estimates[name], boot[name], jack[name], resamples, seed, level)
-    return result
+    return _bca_intervals(
+        lambda todo: _Pair(_Sample(xa, ya, todo), _Sample(xb, yb, todo)),
+        estimates,
+        reasons,
+        xa.size,
+        resamples,
+        seed,
+        level,
+    )
 
 
 def _finish(
