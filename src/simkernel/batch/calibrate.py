@@ -19,7 +19,7 @@ from simkernel.batch.engines import score_in_chunks
 from simkernel.batch.job import ScoreJob
 from simkernel.batch.rows import ChunkInputs, columns_of, read_inputs
 from simkernel.batch.score import check_mode_options, write_output_json
-from simkernel.batch.summary import brackets
+from simkernel.batch.summary import brackets, figure_intervals
 from simkernel.calibration.fit import DEFAULT_BOOTSTRAP, DEFAULT_SEED, IN_SAMPLE_NOTE
 from simkernel.errors import DataError, UsageError
 from simkernel.stats.defaults import DEFAULT_RESAMPLES, resamples_problem
@@ -191,13 +191,13 @@ def figures_with_intervals(
     import numpy as np
 
     from simkernel.stats.correlation import pearson, spearman
-    from simkernel.stats.intervals import bootstrap_intervals, mean_interval, wilson
+    from simkernel.stats.intervals import wilson
 
     x = np.asarray(scores, dtype=np.float64)
     y = np.asarray(labels, dtype=np.float64)
     truth = np.asarray(positive, dtype=bool)
-    found = bootstrap_intervals(x, y, statistics=("pearson", "spearman"), resamples=resamples, seed=seed)
-    mean = mean_interval(x, resamples=resamples, seed=seed)
+    # every row is labelled: the mean and the correlations from one bootstrap run, as score's summary
+    intervals, reasons = figure_intervals(x, np.ones(x.size, dtype=bool), y, resamples, seed)
     predicted = x >= threshold
     tp = int(np.count_nonzero(predicted & truth))
     rates = {"precision": wilson(tp, int(predicted.sum())), "recall": wilson(tp, int(truth.sum()))}
@@ -211,19 +211,11 @@ def figures_with_intervals(
         "resamples": resamples,
         "seed": seed,
     }
-    intervals = {
-        "mean_score": mean["mean"],
-        "pearson": found["pearson"],
-        "spearman": found["spearman"],
-        **rates,
-    }
-    figures["intervals"] = {
-        name: value.as_dict() if value is not None else None for name, value in intervals.items()
-    }
-    reasons = {"mean_score": mean.reasons.get("mean"), **found.reasons}
+    intervals.update({name: rate.as_dict() if rate is not None else None for name, rate in rates.items()})
+    figures["intervals"] = intervals
     if rates["precision"] is None:
         reasons["precision"] = "no row scored at or above the threshold"
-    figures["no_interval"] = {name: reason for name, reason in reasons.items() if reason is not None}
+    figures["no_interval"] = reasons
     return figures
 
 

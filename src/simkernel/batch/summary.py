@@ -33,7 +33,9 @@ from simkernel.stats.intervals import (
     DEFAULT_SEED,
     NO_BOOTSTRAP,
     WILSON_METHOD,
+    Intervals,
     bootstrap_intervals,
+    is_proportion,
     mean_interval,
     wilson,
 )
@@ -292,16 +294,22 @@ def figure_intervals(
 ) -> tuple[dict[str, dict[str, Any] | None], dict[str, str]]:
     """The intervals of the mean of ``values`` (:func:`~simkernel.stats.intervals.mean_interval`) and, with
     labels (``keep``: the labelled rows, ``y``: their labels), of Pearson's r and Spearman's rho:
-    (figure name -> ``Interval.as_dict()`` or None, figure name -> why it has none)."""
-    mean = mean_interval(values, resamples=resamples, seed=seed)
+    (figure name -> ``Interval.as_dict()`` or None, figure name -> why it has none). With every row
+    labelled, a bootstrap mean comes from the correlations' run over the same rows (one draw of the
+    resamples, one kernel pass; the same interval as alone: resamples depend on the rows, their number and
+    the seed only)."""
+    found = Intervals()
+    if keep is not None and y is not None:
+        joint = bool(keep.all()) and not is_proportion(values)
+        wanted = ("mean", "pearson", "spearman") if joint else ("pearson", "spearman")
+        found = bootstrap_intervals(values[keep], y, statistics=wanted, resamples=resamples, seed=seed)
+    mean = found if "mean" in found else mean_interval(values, resamples=resamples, seed=seed)
+    parts = [("mean_score", mean["mean"], mean.reasons.get("mean"))]
+    parts += [
+        (name, found[name], found.reasons.get(name)) for name in ("pearson", "spearman") if name in found
+    ]
     intervals: dict[str, dict[str, Any] | None] = {}
     reasons: dict[str, str] = {}
-    parts = [("mean_score", mean["mean"], mean.reasons.get("mean"))]
-    if keep is not None and y is not None:
-        found = bootstrap_intervals(
-            values[keep], y, statistics=("pearson", "spearman"), resamples=resamples, seed=seed
-        )
-        parts += [(name, found[name], found.reasons.get(name)) for name in ("pearson", "spearman")]
     for name, interval, reason in parts:
         intervals[name] = interval.as_dict() if interval is not None else None
         if reason is not None:
