@@ -85,9 +85,8 @@ def fetch_file(repo: str, filename: str, revision: str, settings: dict) -> Path 
         from huggingface_hub.errors import LocalEntryNotFoundError
 
         cached = _fetch_once(repo, filename, revision, {**settings, "offline": True})
-        if cached is None and not repo_cached(
-            repo, settings
-        ):  # a file the cached repo lacks is absent, as offline
+        # a file the cached repo lacks is absent, as offline
+        if cached is None and not repo_cached(repo, settings):
             raise LocalEntryNotFoundError(
                 f"cannot connect to {settings['endpoint']}, and {repo}/{filename} is not in the HF cache"
             )
