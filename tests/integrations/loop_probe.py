@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Awaitable
+from typing import Any
 
 
 async def run_with_ticker(coro) -> tuple[object, float, float]:
@@ -34,6 +36,15 @@ def loop_kept_ticking(worst_gap: float, elapsed: float) -> bool:
     a fifth of the call (a call that blocks the loop stalls it for all of it, or for a whole batch of
     several), or under 0.1 s (what a loaded machine's scheduler alone may cost a short call)."""
     return worst_gap < max(0.1, elapsed / 5)
+
+
+def assert_first_call_loads_off_the_loop(adapter: Any, first_call: Awaitable[list], before: Any) -> None:
+    """``first_call``, the first async call of ``adapter`` (one text; its model not loaded yet), loads a
+    new model (not ``before``, the one loaded earlier) and the event loop keeps ticking while it loads:
+    loaded on the loop, the ticker would stall for all of the call."""
+    vectors, worst_gap, elapsed = asyncio.run(run_with_ticker(first_call))
+    assert adapter.encoder is not before and len(vectors) == 1  # a new model was loaded by this call
+    assert worst_gap < elapsed / 2, (worst_gap, elapsed)
 
 
 def distinct_texts(count: int, tag: str) -> list[str]:
