@@ -15,22 +15,10 @@ import pytest
 import scipy.stats
 
 import simkernel
-from simkernel.cli import main
 from simkernel.stats import bootstrap_intervals, paired_comparison, wilson
 
 REPO = Path(__file__).resolve().parents[2]
 ANSWERS = REPO / "examples" / "answers.csv"
-
-
-@pytest.fixture
-def cli(capsys):
-    def run(*argv):
-        capsys.readouterr()
-        code = main([str(a) for a in argv])
-        captured = capsys.readouterr()
-        return code, captured.out, captured.err
-
-    return run
 
 
 def write_csv(path: Path, header: list[str], rows: list[list]) -> Path:

@@ -13,18 +13,6 @@ import pytest
 import scipy.stats
 
 from simkernel.batch.rows import parse_label
-from simkernel.cli import main
-
-
-@pytest.fixture
-def cli(capsys):
-    def run(*argv):
-        capsys.readouterr()
-        code = main([str(a) for a in argv])
-        captured = capsys.readouterr()
-        return code, captured.out, captured.err
-
-    return run
 
 
 @pytest.mark.parametrize(
