@@ -21,6 +21,21 @@ STATISTICS = {
 }
 
 
+def textbook_bca_ends(estimate, boot, jack, level):
+    """The textbook BCa interval's ends (Efron & Tibshirani 1993, 14.3) from the bootstrap values ``boot``
+    and the jackknife values ``jack`` of a statistic whose estimate is ``estimate`` (ties in z0 counted
+    half)."""
+    p0 = (np.sum(boot < estimate) + 0.5 * np.sum(boot == estimate)) / boot.size
+    z0 = scipy.stats.norm.ppf(p0)
+    d = jack.mean() - jack
+    a = np.sum(d**3) / (6 * np.sum(d**2) ** 1.5)
+    ends = []
+    for tail in ((1 - level) / 2, (1 + level) / 2):
+        z = z0 + scipy.stats.norm.ppf(tail)
+        ends.append(scipy.stats.norm.cdf(z0 + z / (1 - a * z)))
+    return np.percentile(boot, [100 * ends[0], 100 * ends[1]])
+
+
 def reference_bca(x, y, name, resamples, seed, level=0.95):
     """BCa by loops: each resample rebuilt as rows (np.repeat of the counts, the rows in x's order as the
     library takes them), the statistic by scipy, the jackknife by deleting each row, then Efron's formulas."""
@@ -38,15 +53,7 @@ def reference_bca(x, y, name, resamples, seed, level=0.95):
             boot.append(stat(a, b))
     boot = np.asarray(boot)
     jack = np.asarray([stat(np.delete(xs, i), np.delete(ys, i)) for i in range(x.size)])
-    p0 = (np.sum(boot < estimate) + 0.5 * np.sum(boot == estimate)) / boot.size
-    z0 = scipy.stats.norm.ppf(p0)
-    d = jack.mean() - jack
-    a = np.sum(d**3) / (6 * np.sum(d**2) ** 1.5)
-    ends = []
-    for tail in ((1 - level) / 2, (1 + level) / 2):
-        z = z0 + scipy.stats.norm.ppf(tail)
-        ends.append(scipy.stats.norm.cdf(z0 + z / (1 - a * z)))
-    return estimate, np.percentile(boot, [100 * ends[0], 100 * ends[1]])
+    return estimate, textbook_bca_ends(estimate, boot, jack, level)
 
 
 @pytest.mark.parametrize("ties", [False, True])
@@ -365,15 +372,7 @@ def reference_paired_bca(xa, ya, xb, yb, name, resamples, seed, level=0.95):
             for i in range(xa.size)
         ]
     )
-    p0 = (np.sum(boot < estimate) + 0.5 * np.sum(boot == estimate)) / boot.size
-    z0 = scipy.stats.norm.ppf(p0)
-    d = jack.mean() - jack
-    a = np.sum(d**3) / (6 * np.sum(d**2) ** 1.5)
-    ends = []
-    for tail in ((1 - level) / 2, (1 + level) / 2):
-        z = z0 + scipy.stats.norm.ppf(tail)
-        ends.append(scipy.stats.norm.cdf(z0 + z / (1 - a * z)))
-    return estimate, np.percentile(boot, [100 * ends[0], 100 * ends[1]])
+    return estimate, textbook_bca_ends(estimate, boot, jack, level)
 
 
 @pytest.mark.parametrize("same_labels", [True, False])
